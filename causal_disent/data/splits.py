@@ -1,0 +1,41 @@
+"""Seeded image-level splits shared by every stage and metric."""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+SPLIT_NAMES = ("train", "validation", "test")
+
+
+def split_indices(
+    num_images: int, fractions: Sequence[float], seed: int
+) -> dict[str, np.ndarray]:
+    """Partitions flat image indices into train / validation / test.
+
+    Each split is a random permutation of its members, so its first n indices are a
+    uniform sample of it (evaluation on a subset takes a prefix).
+
+    Args:
+      num_images: dataset size.
+      fractions: three non-negative fractions summing to 1.
+      seed: the split seed (`config.data.split_seed`).
+    Returns:
+      {split name: int64 [n_split]}, disjoint and covering range(num_images).
+    """
+    check_split_fractions(fractions)
+    order = np.random.default_rng(seed).permutation(num_images)
+    bounds = np.round(np.cumsum(fractions)[:-1] * num_images).astype(int)
+    return dict(zip(SPLIT_NAMES, np.split(order, bounds), strict=True))
+
+
+def check_split_fractions(fractions: Sequence[float]) -> None:
+    if len(fractions) != len(SPLIT_NAMES) or min(fractions) < 0:
+        raise ValueError(
+            f"data.split_fractions must be three non-negative fractions "
+            f"(train, validation, test); got {tuple(fractions)}"
+        )
+    if abs(sum(fractions) - 1.0) > 1e-6:
+        raise ValueError(
+            f"data.split_fractions must sum to 1; got {tuple(fractions)} "
+            f"(sum {sum(fractions)})"
+        )

@@ -1,0 +1,79 @@
+"""Reconstruction quality of an autoencoder on a split: MSE, PSNR, code statistics."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+from causal_disent.evaluation.figures import image_grid, save_png, to_uint8
+from causal_disent.objectives.mcqvae import images_to_unit_range, psnr_from_mse
+from causal_disent.train.sharding import batch_sharded, global_batch, replicated
+
+
+def evaluate_reconstruction(
+    model, params, dataset, indices: np.ndarray, mesh: Mesh, batch_size: int
+) -> dict:
+    """Scores reconstructions of dataset images `indices`, sharded over `mesh`.
+
+    Returns:
+      num_images; test_mse (mean over pixels and images); test_psnr, the PSNR of that
+      mean MSE (dB, images in [0, 1]); test_psnr_per_image_mean, the mean of per-image
+      PSNRs; codebook_perplexity and codebook_usage [C] over all evaluated codes.
+    """
+    num_codes = model.num_codes
+    process_count, process_index = jax.process_count(), jax.process_index()
+
+    @functools.partial(
+        jax.jit,
+        in_shardings=(replicated(mesh), batch_sharded(mesh), batch_sharded(mesh)),
+        out_shardings=replicated(mesh),
+    )
+    def batch_sums(params, images, valid):
+        images = images_to_unit_range(images)
+        outputs = model.apply({"params": params}, images)
+        mse = jnp.mean((outputs["reconstruction"] - images) ** 2, axis=(1, 2, 3))
+        codes = jnp.moveaxis(outputs["codes"], 1, -1).reshape(len(images), -1, model.num_codebooks)
+        counts = jnp.einsum("b,bnck->ck", valid, jax.nn.one_hot(codes, num_codes))
+        return {
+            "mse": jnp.sum(valid * mse),
+            "psnr": jnp.sum(valid * psnr_from_mse(mse)),
+            "code_counts": counts,
+        }
+
+    totals = None
+    for start in range(0, len(indices), batch_size):
+        chunk = indices[start : start + batch_size]
+        valid = np.zeros(batch_size, np.float32)
+        valid[: len(chunk)] = 1.0
+        # Pad the last batch with its first image; padding is masked out of the sums.
+        padded = np.concatenate([chunk, np.full(batch_size - len(chunk), chunk[0])])
+        local = slice(
+            process_index * batch_size // process_count,
+            (process_index + 1) * batch_size // process_count,
+        )
+        local_batch = {"image": dataset.images(padded[local]), "valid": valid[local]}
+        batch = global_batch(local_batch, mesh)
+        sums = jax.device_get(batch_sums(params, batch["image"], batch["valid"]))
+        totals = sums if totals is None else jax.tree.map(np.add, totals, sums)
+
+    probs = totals["code_counts"] / totals["code_counts"].sum(axis=-1, keepdims=True)
+    entropy = -np.sum(np.where(probs > 0, probs * np.log(np.maximum(probs, 1e-30)), 0), axis=-1)
+    test_mse = float(totals["mse"] / len(indices))
+    return {
+        "num_images": int(len(indices)),
+        "test_mse": test_mse,
+        "test_psnr": float(-10 * np.log10(test_mse)),
+        "test_psnr_per_image_mean": float(totals["psnr"] / len(indices)),
+        "codebook_perplexity": np.exp(entropy).round(3).tolist(),
+        "codebook_usage": (totals["code_counts"] > 0).mean(axis=-1).tolist(),
+    }
+
+
+def save_reconstruction_figure(model, params, images: np.ndarray, path) -> None:
+    """Two rows: the uint8 `images` [n, H, W, ch] and their reconstructions."""
+    host_params = jax.device_get(params)
+    outputs = jax.jit(model.apply)({"params": host_params}, images_to_unit_range(images))
+    reconstructions = to_uint8(np.asarray(outputs["reconstruction"]))
+    save_png(image_grid(np.stack([images, reconstructions])), path, upscale=2)

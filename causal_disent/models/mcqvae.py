@@ -1,0 +1,65 @@
+"""MCQ-VAE: convolutional VQ-VAE with several codebooks (CT-VAE stage 1, SPEC §1.1)."""
+
+import chex
+import flax.linen as nn
+import jax
+
+from causal_disent.models.conv import Decoder, Encoder
+from causal_disent.models.vq import MultiCodebookQuantizer
+
+
+class MCQVAE(nn.Module):
+    """images [B, H, W, ch] in [0, 1] -> dict of named intermediates.
+
+    `__call__` returns {latents, quantized, codes [B, C, h, w], reconstruction,
+    vq_loss, perplexity [C], usage [C]}. `encode_codes` and `decode_codes` give the
+    frozen stage-2 view: images -> codes -> images.
+    """
+
+    downsample_widths: tuple[int, ...]
+    hidden_width: int
+    num_res_blocks: int
+    res_hidden: int
+    latent_dim: int
+    num_codebooks: int
+    num_codes: int
+    out_channels: int
+    commitment_cost: float = 0.25
+
+    def setup(self):
+        self.encoder = Encoder(
+            downsample_widths=self.downsample_widths,
+            hidden_width=self.hidden_width,
+            num_res_blocks=self.num_res_blocks,
+            res_hidden=self.res_hidden,
+            latent_dim=self.latent_dim,
+        )
+        self.quantizer = MultiCodebookQuantizer(
+            latent_dim=self.latent_dim,
+            num_codebooks=self.num_codebooks,
+            num_codes=self.num_codes,
+            commitment_cost=self.commitment_cost,
+        )
+        self.decoder = Decoder(
+            upsample_widths=tuple(reversed(self.downsample_widths))[1:],
+            hidden_width=self.hidden_width,
+            num_res_blocks=self.num_res_blocks,
+            res_hidden=self.res_hidden,
+            out_channels=self.out_channels,
+        )
+
+    def __call__(self, images: jax.Array) -> dict[str, jax.Array]:
+        chex.assert_rank(images, 4)
+        latents = self.encoder(images)
+        quantized = self.quantizer(latents)
+        reconstruction = self.decoder(quantized["quantized"])
+        chex.assert_equal_shape([reconstruction, images])
+        return {"latents": latents, "reconstruction": reconstruction, **quantized}
+
+    def encode_codes(self, images: jax.Array) -> jax.Array:
+        """images [B, H, W, ch] -> codes [B, C, h, w]."""
+        return self.quantizer(self.encoder(images))["codes"]
+
+    def decode_codes(self, codes: jax.Array) -> jax.Array:
+        """codes [B, C, h, w] -> images [B, H, W, ch]."""
+        return self.decoder(self.quantizer.embed_codes(codes))

@@ -1,0 +1,141 @@
+"""Stage `mcqvae`: trains the MCQ-VAE on reconstruction (CT-VAE stage 1)."""
+
+import functools
+from pathlib import Path
+
+import jax
+import ml_collections
+import numpy as np
+import optax
+from absl import logging
+from jax.sharding import Mesh
+
+from causal_disent import models
+from causal_disent.data import pipeline, registry, splits
+from causal_disent.evaluation import reconstruction
+from causal_disent.objectives.mcqvae import images_to_unit_range, mcqvae_loss
+from causal_disent.train import reporting
+from causal_disent.train.checkpoint import StageCheckpoints
+from causal_disent.train.loop import fit
+from causal_disent.train.sharding import batch_sharded, check_batch_divisible, replicated
+from causal_disent.train.state import TrainState, per_epoch_exponential_decay, train_step
+
+STAGE = "mcqvae"
+
+
+def signature(config: ml_collections.ConfigDict) -> dict:
+    """What a checkpoint of this stage depends on: the data and the architecture."""
+    return {"data": config.data.name, "model": config.mcqvae.model.to_dict()}
+
+
+def validate(config: ml_collections.ConfigDict, mesh: Mesh) -> None:
+    """Checks this stage's config before anything compiles."""
+    model, optim, train = config.mcqvae.model, config.mcqvae.optim, config.mcqvae.train
+    if model.latent_dim % model.num_codebooks:
+        raise ValueError(
+            f"mcqvae.model.latent_dim (D = {model.latent_dim}) must be divisible by "
+            f"mcqvae.model.num_codebooks (C = {model.num_codebooks}): each codebook "
+            f"quantises D/C channels"
+        )
+    for name in ("num_codebooks", "num_codes", "latent_dim", "hidden_width"):
+        if model[name] < 1:
+            raise ValueError(f"mcqvae.model.{name} must be positive, got {model[name]}")
+    if not model.downsample_widths:
+        raise ValueError("mcqvae.model.downsample_widths must name at least one width")
+    if optim.learning_rate <= 0 or not 0 < optim.decay_rate_per_epoch <= 1:
+        raise ValueError(
+            "mcqvae.optim needs learning_rate > 0 and 0 < decay_rate_per_epoch <= 1"
+        )
+    if train.num_steps <= 0 and train.num_epochs <= 0:
+        raise ValueError("set mcqvae.train.num_steps or mcqvae.train.num_epochs > 0")
+    check_batch_divisible(optim.batch_size, mesh, "mcqvae.optim.batch_size")
+    check_batch_divisible(train.eval_batch_size, mesh, "mcqvae.train.eval_batch_size")
+
+
+def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
+    """Trains (or resumes) stage 1, evaluates on the test split, writes figures and
+    results; returns the results dict."""
+    cfg = config.mcqvae
+    dataset = registry.get_dataset(config.data.name)
+    split = splits.split_indices(
+        dataset.num_images, config.data.split_fractions, config.data.split_seed
+    )
+    model = models.build_mcqvae(cfg.model, out_channels=dataset.image_shape[-1])
+    batcher = pipeline.EpochShuffledBatches(
+        split["train"], cfg.optim.batch_size, seed=config.seed
+    )
+    total_steps = cfg.train.num_steps or cfg.train.num_epochs * batcher.steps_per_epoch
+    schedule = per_epoch_exponential_decay(
+        cfg.optim.learning_rate, cfg.optim.decay_rate_per_epoch, batcher.steps_per_epoch
+    )
+    init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
+
+    def create_state():
+        sample = images_to_unit_range(np.zeros((1, *dataset.image_shape), np.uint8))
+        params = model.init(init_rng, sample)["params"]
+        return TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(schedule))
+
+    checkpoints = StageCheckpoints(
+        workdir, STAGE, signature(config),
+        save_every_steps=cfg.train.checkpoint_every_steps,
+        max_to_keep=cfg.train.max_checkpoints_to_keep,
+    )
+    state = checkpoints.restore_latest(_placed_like(jax.eval_shape(create_state), mesh))
+    if state is None:
+        state = jax.jit(create_state, out_shardings=replicated(mesh))()
+        first_step = 0
+        logging.info("[%s] %d parameters; training %d steps (%d per epoch)", STAGE,
+                     sum(p.size for p in jax.tree.leaves(state.params)), total_steps,
+                     batcher.steps_per_epoch)
+    else:
+        first_step = int(jax.device_get(state.step))
+        finished = reporting.read_results(workdir).get(STAGE, {})
+        if first_step >= total_steps and finished.get("steps") == first_step:
+            checkpoints.close()
+            logging.info("[%s] already complete at step %d; skipped", STAGE, first_step)
+            return finished
+        logging.info("[%s] resumed from step %d of %d", STAGE, first_step, total_steps)
+
+    if first_step < total_steps:
+        step_fn = jax.jit(
+            functools.partial(train_step, loss_fn=functools.partial(mcqvae_loss, model=model)),
+            in_shardings=(replicated(mesh), batch_sharded(mesh), replicated(mesh)),
+            out_shardings=(replicated(mesh), replicated(mesh)),
+            donate_argnums=0,
+        )
+        state = fit(
+            stage=STAGE, state=state, step_fn=step_fn,
+            local_batches=pipeline.image_batches(
+                dataset, batcher, first_step, total_steps,
+                jax.process_index(), jax.process_count(), cfg.train.prefetch_batches,
+            ),
+            rng=train_rng, mesh=mesh, first_step=first_step, last_step=total_steps,
+            global_batch_size=cfg.optim.batch_size, checkpoints=checkpoints,
+            writer=reporting.MetricsWriter(workdir),
+            log_every_steps=cfg.train.log_every_steps,
+            learning_rate_fn=lambda step: float(schedule(step)),
+        )
+    checkpoints.close()
+
+    test_indices = split["test"][: cfg.train.num_eval_images or None]
+    logging.info("[%s] evaluating on %d test images", STAGE, len(test_indices))
+    results = reconstruction.evaluate_reconstruction(
+        model, state.params, dataset, test_indices, mesh, cfg.train.eval_batch_size
+    )
+    results["steps"] = int(jax.device_get(state.step))
+    if jax.process_index() == 0:
+        reconstruction.save_reconstruction_figure(
+            model, state.params, dataset.images(split["test"][:8]),
+            workdir / "figures" / "mcqvae_reconstructions.png",
+        )
+    reporting.update_results(workdir, STAGE, results)
+    logging.info("[%s] results: %s", STAGE, results)
+    return results
+
+
+def _placed_like(abstract_state, mesh: Mesh):
+    """Abstract arrays that restore replicated over `mesh`."""
+    sharding = replicated(mesh)
+    return jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), abstract_state
+    )

@@ -1,0 +1,42 @@
+"""Data parallelism with `jax.jit` over a one-axis mesh: batch sharded, state replicated."""
+
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+DATA_AXIS = "data"
+
+
+def make_data_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
+    """A mesh over `devices` (default: every device of every host) with one axis."""
+    devices = jax.devices() if devices is None else list(devices)
+    return Mesh(np.asarray(devices), (DATA_AXIS,))
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    return NamedSharding(mesh, PartitionSpec())
+
+
+def batch_sharded(mesh: Mesh) -> NamedSharding:
+    """Leading (batch) axis split over the data axis."""
+    return NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+
+
+def check_batch_divisible(global_batch_size: int, mesh: Mesh, what: str) -> None:
+    devices = mesh.size
+    if global_batch_size % devices or global_batch_size % jax.process_count():
+        raise ValueError(
+            f"{what} = {global_batch_size} is not divisible by the {devices} devices "
+            f"({jax.process_count()} hosts); choose a multiple of {devices}, e.g. "
+            f"--config.{what}={max(devices, global_batch_size // devices * devices)}"
+        )
+
+
+def global_batch(local_batch, mesh: Mesh):
+    """Assembles each host's slice of a batch into one batch-sharded global array."""
+    sharding = batch_sharded(mesh)
+    return jax.tree.map(
+        lambda x: jax.make_array_from_process_local_data(sharding, x), local_batch
+    )

@@ -1,0 +1,78 @@
+"""The stages a config can list, and running them in order."""
+
+import os
+import tempfile
+from pathlib import Path
+
+import jax
+import ml_collections
+from absl import logging
+
+from causal_disent.data import registry, splits
+from causal_disent.train import checkpoint, mcqvae_stage
+from causal_disent.train.sharding import make_data_mesh
+
+# name -> module with signature(config), validate(config, mesh), run(config, workdir, mesh)
+STAGES = {
+    mcqvae_stage.STAGE: mcqvae_stage,
+}
+
+
+class InvalidRunError(ValueError):
+    """The config or workdir cannot be used; raised before anything compiles."""
+
+
+def validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
+    """Every check that needs no compilation: names, sizes, divisibility, the workdir
+    and the compatibility of checkpoints already in it. Raises InvalidRunError."""
+    try:
+        _validate(config, Path(workdir), mesh)
+    except (ValueError, checkpoint.CheckpointError) as error:
+        raise InvalidRunError(str(error)) from error
+
+
+def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
+    if not config.stages:
+        raise ValueError(f"config.stages is empty; known stages: {', '.join(STAGES)}")
+    for stage in config.stages:
+        if stage not in STAGES:
+            raise ValueError(
+                f"unknown stage {stage!r} in config.stages; known stages: "
+                f"{', '.join(STAGES)}"
+            )
+    registry.check_dataset_name(config.data.name)
+    splits.check_split_fractions(config.data.split_fractions)
+    check_workdir_writable(workdir)
+    for stage in config.stages:
+        STAGES[stage].validate(config, mesh)
+        checkpoint.check_workdir_compatible(
+            workdir, stage, STAGES[stage].signature(config)
+        )
+
+
+def check_workdir_writable(workdir: Path) -> None:
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=workdir):
+            pass
+    except OSError as error:
+        raise ValueError(
+            f"workdir {workdir} is not writable ({error.strerror}); pass a directory "
+            f"you can write to with --workdir"
+        ) from error
+
+
+def run(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict:
+    """Validates, then runs config.stages in order; returns {stage: results}."""
+    workdir = Path(workdir).absolute()
+    mesh = make_data_mesh()
+    validate(config, workdir, mesh)
+    logging.info(
+        "workdir %s; %d devices (%s) on %d hosts", workdir, mesh.size,
+        jax.devices()[0].platform, jax.process_count(),
+    )
+    if jax.process_index() == 0:
+        (workdir / "config.json").write_text(config.to_json_best_effort(indent=2) + "\n")
+    return {stage: STAGES[stage].run(config, workdir, mesh) for stage in config.stages}
+
+

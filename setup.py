@@ -1,0 +1,41 @@
+"""Installs causal_disent: `pip install -e .[test]`."""
+
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+_VERSION = re.search(
+    r'__version__ = "([^"]+)"', Path("causal_disent/__init__.py").read_text()
+).group(1)
+
+setup(
+    name="causal_disent",
+    version=_VERSION,
+    description=(
+        "Causal disentanglement of images in JAX/Flax: CT-VAE, CausalVAE, "
+        "disentanglement baselines, ground-truth datasets and metrics."
+    ),
+    long_description=Path("README.md").read_text(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["causal_disent", "causal_disent.*"]),
+    python_requires=">=3.11",
+    install_requires=[
+        "absl-py>=2.1",
+        "chex>=0.1.87",
+        "flax>=0.10.4",
+        "importlib_resources>=6.0",  # tensorflow-datasets imports it without declaring it
+        "jax>=0.5",
+        "jraph>=0.0.6.dev0",
+        "matplotlib>=3.8",
+        "ml-collections>=0.1.1",
+        "numpy>=1.26",
+        "optax>=0.2.4",
+        "orbax-checkpoint>=0.11",
+        "pillow>=10.0",
+        "tensorflow-datasets>=4.9.7",
+    ],
+    extras_require={
+        "test": ["pytest>=8.0"],
+    },
+)

@@ -1,0 +1,40 @@
+"""The command line, end to end, as a user runs it."""
+
+import json
+import os
+import subprocess
+import sys
+
+from causal_disent.main import default_workdir
+from tests.helpers import REPO_ROOT
+
+
+def run_cli(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    return subprocess.run(
+        [sys.executable, "-m", "causal_disent.main", *args],
+        env=env, capture_output=True, text=True, timeout=600, cwd=cwd,
+    )
+
+
+def test_tiny_run_from_the_command_line_with_overrides(tmp_path):
+    config = str(REPO_ROOT / "configs" / "ctvae_shapes3d.py") + ":tiny"
+    result = run_cli(f"--config={config}", "--config.mcqvae.train.num_steps=4", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    workdir = tmp_path / "workdirs" / "ctvae_shapes3d_tiny"
+    assert f"workdir: {workdir}" in result.stdout
+    assert json.loads((workdir / "results.json").read_text())["mcqvae"]["steps"] == 4
+    assert "images/s" in result.stderr and "ETA" in result.stderr
+    assert "orbax" not in result.stderr.lower()  # orbax's INFO chatter is filtered
+
+
+def test_bad_override_fails_with_a_clear_message(tmp_path):
+    config = str(REPO_ROOT / "configs" / "ctvae_shapes3d.py") + ":tiny"
+    result = run_cli(f"--config={config}", "--config.data.name=shapes_3d", f"--workdir={tmp_path}", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "unknown dataset 'shapes_3d'" in result.stderr
+
+
+def test_default_workdir_names_config_and_variant():
+    assert str(default_workdir("configs/ctvae_shapes3d.py:small")) == "workdirs/ctvae_shapes3d_small"
+    assert str(default_workdir("configs/ctvae_shapes3d.py")) == "workdirs/ctvae_shapes3d"

@@ -1,0 +1,23 @@
+"""1 device vs 8 forced CPU devices: same global batch, same result."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.helpers import REPO_ROOT
+
+
+def test_eight_devices_match_one_device():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "tests" / "train" / "multidevice_check.py")],
+        env=env, capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["losses_1"][-1] < report["losses_1"][0]  # it trains
+    assert report["max_loss_diff"] < 1e-5, report
+    assert report["max_param_diff"] < 1e-5, report
+    assert "not divisible by the 8 devices" in report["indivisible_batch_error"]

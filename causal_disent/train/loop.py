@@ -4,11 +4,8 @@ from collections.abc import Callable, Iterable
 
 import jax
 from absl import logging
-from jax.sharding import Mesh
-
 from causal_disent.train.checkpoint import StageCheckpoints
 from causal_disent.train.reporting import MetricsWriter, Progress
-from causal_disent.train.sharding import global_batch
 
 
 def fit(
@@ -17,8 +14,6 @@ def fit(
     state,
     step_fn: Callable,
     local_batches: Iterable[dict],
-    rng: jax.Array,
-    mesh: Mesh,
     first_step: int,
     last_step: int,
     global_batch_size: int,
@@ -27,8 +22,9 @@ def fit(
     log_every_steps: int,
     learning_rate_fn: Callable[[int], float] | None = None,
 ):
-    """Runs `step_fn(state, batch, rng) -> (state, metrics)` from `first_step` to
+    """Runs `step_fn(state, local_batch) -> (state, metrics)` from `first_step` to
     `last_step`, logging and checkpointing on the way; returns the final state.
+    `step_fn` places the host's batch on the devices and runs the jitted step.
 
     An interrupt (Ctrl-C, preemption's SIGINT) saves a checkpoint of the last
     completed step before it propagates, so a rerun resumes there.
@@ -38,7 +34,7 @@ def fit(
     completed = first_step  # the step `state` is at
     try:
         for step, local_batch in zip(range(first_step, last_step), local_batches):
-            state, metrics = step_fn(state, global_batch(local_batch, mesh), rng)
+            state, metrics = step_fn(state, local_batch)
             completed = step + 1
             if learning_rate_fn is not None:
                 metrics["learning_rate"] = learning_rate_fn(step)

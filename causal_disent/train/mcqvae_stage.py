@@ -17,7 +17,12 @@ from causal_disent.objectives.mcqvae import images_to_unit_range, mcqvae_loss
 from causal_disent.train import reporting
 from causal_disent.train.checkpoint import StageCheckpoints
 from causal_disent.train.loop import fit
-from causal_disent.train.sharding import batch_sharded, check_batch_divisible, replicated
+from causal_disent.train.sharding import (
+    batch_sharded,
+    check_batch_divisible,
+    global_batch,
+    replicated,
+)
 from causal_disent.train.state import TrainState, per_epoch_exponential_decay, train_step
 
 STAGE = "mcqvae"
@@ -97,19 +102,20 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         logging.info("[%s] resumed from step %d of %d", STAGE, first_step, total_steps)
 
     if first_step < total_steps:
-        step_fn = jax.jit(
+        jitted_step = jax.jit(
             functools.partial(train_step, loss_fn=functools.partial(mcqvae_loss, model=model)),
             in_shardings=(replicated(mesh), batch_sharded(mesh), replicated(mesh)),
             out_shardings=(replicated(mesh), replicated(mesh)),
             donate_argnums=0,
         )
         state = fit(
-            stage=STAGE, state=state, step_fn=step_fn,
+            stage=STAGE, state=state,
+            step_fn=lambda state, batch: jitted_step(state, global_batch(batch, mesh), train_rng),
             local_batches=pipeline.image_batches(
                 dataset, batcher, first_step, total_steps,
                 jax.process_index(), jax.process_count(), cfg.train.prefetch_batches,
             ),
-            rng=train_rng, mesh=mesh, first_step=first_step, last_step=total_steps,
+            first_step=first_step, last_step=total_steps,
             global_batch_size=cfg.optim.batch_size, checkpoints=checkpoints,
             writer=reporting.MetricsWriter(workdir),
             log_every_steps=cfg.train.log_every_steps,

@@ -1,0 +1,393 @@
+"""(X, Y, action) transitions of a factor dataset, sampled inside one split.
+
+CT-VAE (Gendron et al., 2023) learns from pairs of images that agree in every
+ground-truth factor but one, which moves to an adjacent value. With F factors
+there are A = 2F actions: action f increases factor f by one step and action
+F + f decreases it by one step.
+
+Images are split at image level (`splits.split_indices`); a pair belongs to a
+split only if both of its images do, so no image of one split ever appears in
+another split's pairs.
+
+Sampling draws the action uniformly over the A actions (balanced classes), then
+X uniformly among the images for which that move stays inside the factor grid,
+Y = X moved one step, and redraws X (same action) until X and Y both lie in the
+requested split. Given its action, a sampled X is therefore uniform over the
+images of the split whose moved image is also in the split.
+
+Training batches are stateless: the batch of step s is a pure function of
+(seed, split, s), so a run resumed at step s sees the data an uninterrupted
+run would, with no sampler state to checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+# Candidates per pending pair and round: enough for each pair to find a
+# partner with probability about 1 - e^-3 (95%) per round...
+_TARGET_HITS_PER_ROUND = 3.0
+# ...but never more than this, so a near-empty split cannot blow up memory.
+_MAX_CANDIDATES_PER_PAIR = 4096
+# Candidates drawn at once: keeps the working set of a block in a few MiB.
+_BLOCK_CANDIDATES = 1 << 18
+# Rounds before giving up. At 95% success per round a healthy split leaves a
+# pair unfilled after 16 rounds with probability ~1e-21, so hitting the bound
+# means the split really is too small (or too fragmented) to form pairs.
+_MAX_ROUNDS = 16
+# numpy's SeedSequence zero-pads entropy to 4 words, so [seed, split, step]
+# and [seed, split, step, 0] give the same stream. A fifth, non-zero word keeps
+# the evaluation stream apart from every batch stream (for seed, step < 2**32).
+_FIXED_SET_ENTROPY_SUFFIX = (0, 0, 1)
+_NO_SPLIT = -1
+
+
+# --------------------------------------------------------------------------- #
+# Action encoding
+# --------------------------------------------------------------------------- #
+def action_of(factor: np.ndarray, direction: np.ndarray, num_factors: int) -> np.ndarray:
+    """Action index of moving `factor` one step in `direction`.
+
+    Args:
+      factor: [...] integer factor indices in [0, num_factors).
+      direction: [...] +1 (increase) or -1 (decrease), broadcastable with factor.
+      num_factors: F.
+    Returns:
+      [...] int32 actions: factor for +1, num_factors + factor for -1.
+    """
+    num_factors = _check_num_factors(num_factors)
+    factor = _integer_array(factor, "factor")
+    direction = _integer_array(direction, "direction")
+    _check_range(factor, 0, num_factors, "factor")
+    bad = (direction != 1) & (direction != -1)
+    if np.any(bad):
+        raise ValueError(f"direction must be +1 or -1, got {direction[bad].flat[0]}")
+    return np.where(direction > 0, factor, num_factors + factor).astype(np.int32)
+
+
+def factor_of_action(action: np.ndarray, num_factors: int) -> np.ndarray:
+    """Factor each action moves: [...] int32 in [0, num_factors)."""
+    num_factors = _check_num_factors(num_factors)
+    action = _check_action(action, num_factors)
+    return (action % num_factors).astype(np.int32)
+
+
+def direction_of_action(action: np.ndarray, num_factors: int) -> np.ndarray:
+    """Direction of each action: [...] int32, +1 (increase) or -1 (decrease)."""
+    num_factors = _check_num_factors(num_factors)
+    action = _check_action(action, num_factors)
+    return np.where(action < num_factors, 1, -1).astype(np.int32)
+
+
+def action_names(factor_names: Sequence[str]) -> list[str]:
+    """Readable name of every action, in action order.
+
+    E.g. ("floor_hue", "wall_hue") -> ["floor_hue+", "wall_hue+", "floor_hue-", "wall_hue-"].
+    """
+    names = list(factor_names)
+    return [f"{name}+" for name in names] + [f"{name}-" for name in names]
+
+
+# --------------------------------------------------------------------------- #
+# Sampler
+# --------------------------------------------------------------------------- #
+class TransitionSampler:
+    """Samples (X, Y, action) transitions of a factor dataset inside one split.
+
+    Args:
+      dataset: anything with `factor_sizes` (tuple of ints), `num_images` and
+        `index_to_factors`, whose flat index is row-major over factor_sizes
+        (e.g. `Shapes3DSynth`). No image is rendered here.
+      split: {split name: 1-D integer image indices}, disjoint (as returned by
+        `splits.split_indices`). A split's id, used in the seed of its batches,
+        is its position in this mapping (train 0, validation 1, test 2 there).
+      seed: non-negative integer; with the split id and the step it fixes every
+        batch.
+
+    Attributes:
+      num_factors: F.
+      num_actions: A = 2F.
+      split_names: the split names, in id order.
+    """
+
+    def __init__(self, dataset, split: Mapping[str, np.ndarray], seed: int) -> None:
+        if not _is_int(seed) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self.seed = int(seed)
+        sizes = tuple(int(s) for s in dataset.factor_sizes)
+        if not sizes:
+            raise ValueError("dataset has no factors")
+        too_small = [i for i, size in enumerate(sizes) if size < 2]
+        if too_small:
+            raise ValueError(
+                f"every factor needs at least 2 values to move; factor_sizes={sizes} "
+                f"(factor indices {too_small})"
+            )
+        self.factor_sizes = sizes
+        self.num_factors = len(sizes)
+        self.num_actions = 2 * self.num_factors
+        self.num_images = int(dataset.num_images)
+        if self.num_images != math.prod(sizes):
+            raise ValueError(
+                f"dataset.num_images={self.num_images} is not the product of "
+                f"factor_sizes={sizes} ({math.prod(sizes)})"
+            )
+        # Row-major strides: moving factor f by one step adds +-stride[f] to the flat index.
+        self._strides = np.array([math.prod(sizes[f + 1 :]) for f in range(len(sizes))], np.int64)
+        self._check_index_order(dataset)
+
+        self.split_names = tuple(split)
+        self._split_ids = {name: i for i, name in enumerate(self.split_names)}
+        self._membership = self._membership_of(split)
+        self._pair_counts = self._count_pairs()
+
+        action = np.arange(self.num_actions)
+        self._action_factor = action % self.num_factors
+        self._action_stride = self._strides[self._action_factor]
+        # Images from which the action's move stays inside the grid: all but one
+        # value of the moving factor.
+        factor_size = np.array(sizes, np.int64)[self._action_factor]
+        self._num_movable = self.num_images // factor_size * (factor_size - 1)
+
+    # -- public ------------------------------------------------------------- #
+    def pair_counts(self, split_name: str) -> np.ndarray:
+        """Number of distinct valid (X, Y) pairs of each action in a split: int64 [A]."""
+        return self._pair_counts[self._split_id(split_name)].copy()
+
+    def sample(self, split_name: str, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        """n transitions with both images in `split_name`.
+
+        Args:
+          split_name: one of `split_names`.
+          rng: the only source of randomness; the result is a pure function of
+            its state (and of the split).
+          n: number of transitions, >= 0.
+        Returns:
+          {"x_index": int64 [n], "y_index": int64 [n], "action": int32 [n]}:
+          flat image indices and the action taking X to Y.
+        Raises:
+          ValueError: unknown split, bad n or rng, or a split in which some
+            action has no (or too few) pairs to sample from.
+        """
+        split_id = self._split_id(split_name)
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        if not _is_int(n) or n < 0:
+            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        n = int(n)
+        action = rng.integers(0, self.num_actions, size=n).astype(np.int32)
+        x_index = np.zeros(n, np.int64)
+        if n == 0:
+            return {"x_index": x_index, "y_index": x_index.copy(), "action": action}
+        self._check_pairs_exist(split_name, split_id)
+
+        pending = np.arange(n)
+        for _ in range(_MAX_ROUNDS):
+            pending = self._fill_round(split_id, rng, action, x_index, pending)
+            if pending.size == 0:
+                break
+        else:
+            raise ValueError(
+                f"split {split_name!r} has too few images to form transition pairs: "
+                f"{pending.size} of {n} pairs still unmatched after {_MAX_ROUNDS} rounds "
+                f"(valid pairs per action: {self._pair_counts[split_id].tolist()})"
+            )
+        y_index = x_index + self._move(action)
+        return {"x_index": x_index, "y_index": y_index, "action": action}
+
+    def batch(self, split_name: str, step: int, n: int) -> dict[str, np.ndarray]:
+        """The n transitions of training step `step`, a pure function of (seed, split, step).
+
+        Returns the `sample` dict for rng = default_rng([seed, split id, step]).
+        """
+        split_id = self._split_id(split_name)
+        if not _is_int(step) or step < 0:
+            raise ValueError(f"step must be a non-negative integer, got {step!r}")
+        rng = np.random.default_rng([self.seed, split_id, int(step)])
+        return self.sample(split_name, rng, n)
+
+    def fixed_set(self, split_name: str, n: int) -> dict[str, np.ndarray]:
+        """A deterministic evaluation set of n transitions, the same on every call.
+
+        Drawn from its own seed stream (never equal to a `batch`), so evaluation
+        does not reuse training batches. Sets of different n are not prefixes
+        of one another.
+        """
+        split_id = self._split_id(split_name)
+        rng = np.random.default_rng([self.seed, split_id, *_FIXED_SET_ENTROPY_SUFFIX])
+        return self.sample(split_name, rng, n)
+
+    # -- sampling ----------------------------------------------------------- #
+    def _move(self, action: np.ndarray) -> np.ndarray:
+        """Flat-index offset Y - X of each action: [...] int64."""
+        sign = np.where(action < self.num_factors, 1, -1)
+        return sign * self._action_stride[action]
+
+    def _fill_round(
+        self,
+        split_id: int,
+        rng: np.random.Generator,
+        action: np.ndarray,
+        x_index: np.ndarray,
+        pending: np.ndarray,
+    ) -> np.ndarray:
+        """Draws candidates for the pending pairs, writes accepted X into x_index.
+
+        Args:
+          action: [n] int32 action of every pair.
+          x_index: [n] int64, written in place for the pairs that find an X.
+          pending: [P] positions in [0, n) still without an X.
+        Returns:
+          [P'] the positions still pending afterwards, in increasing order.
+        """
+        # Size the draw from the rarest pending action, so that each pair has a
+        # good chance of a hit without a second round.
+        acceptance = self._pair_counts[split_id] / self._num_movable
+        lowest = acceptance[np.unique(action[pending])].min()
+        per_pair = np.ceil(_TARGET_HITS_PER_ROUND / lowest)
+        per_pair = int(np.clip(per_pair, 1, _MAX_CANDIDATES_PER_PAIR))
+        block = max(1, _BLOCK_CANDIDATES // per_pair)
+        still_pending = []
+        for start in range(0, pending.size, block):
+            slots = pending[start : start + block]
+            slot_action = action[slots]
+            x = self._draw_movable(rng, slot_action, per_pair)  # [B, per_pair]
+            y = x + self._move(slot_action)[:, None]
+            hit = (self._membership[x] == split_id) & (self._membership[y] == split_id)
+            found = hit.any(axis=1)
+            first = hit.argmax(axis=1)
+            x_index[slots[found]] = x[found, first[found]]
+            still_pending.append(slots[~found])
+        return np.concatenate(still_pending)
+
+    def _draw_movable(self, rng: np.random.Generator, action: np.ndarray, k: int) -> np.ndarray:
+        """k images per action, uniform over those from which the action's move is valid.
+
+        The valid images of an action form the factor grid with the moving
+        factor's size cut by one: a uniform rank r in it maps back to a flat
+        index by re-inserting the missing value of that factor (the last value
+        for an increase, the first for a decrease).
+
+        Args:
+          action: [B] actions.
+        Returns:
+          [B, k] int64 flat indices X.
+        """
+        stride = self._action_stride[action][:, None]
+        size = np.array(self.factor_sizes, np.int64)[self._action_factor[action]][:, None]
+        rank = rng.integers(0, self._num_movable[action][:, None], size=(action.size, k))
+        outer = rank // ((size - 1) * stride)
+        x = rank + outer * stride
+        return np.where((action >= self.num_factors)[:, None], x + stride, x)
+
+    # -- setup and validation ----------------------------------------------- #
+    def _split_id(self, split_name: str) -> int:
+        try:
+            return self._split_ids[split_name]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"unknown split {split_name!r}; known splits: {list(self.split_names)}"
+            ) from None
+
+    def _check_index_order(self, dataset) -> None:
+        # The sampler does its own index arithmetic for speed; make sure it
+        # agrees with the dataset's (row-major) ordering on a few probes.
+        last = self.num_images - 1
+        probes = np.unique(np.array([0, 1, last // 3, last // 2, last], np.int64))
+        expected = (probes[:, None] // self._strides) % np.array(self.factor_sizes)
+        got = np.asarray(dataset.index_to_factors(probes))
+        if got.shape != expected.shape or not np.array_equal(got, expected):
+            raise ValueError(
+                "dataset's flat index is not row-major over factor_sizes "
+                f"{self.factor_sizes}: index_to_factors({probes.tolist()}) = {got.tolist()}, "
+                f"expected {expected.tolist()}"
+            )
+
+    def _membership_of(self, split: Mapping[str, np.ndarray]) -> np.ndarray:
+        """int8 [num_images]: the split id of every image, -1 for none."""
+        if not split:
+            raise ValueError("split must name at least one split")
+        if len(split) > np.iinfo(np.int8).max:
+            raise ValueError(f"at most {np.iinfo(np.int8).max} splits, got {len(split)}")
+        membership = np.full(self.num_images, _NO_SPLIT, np.int8)
+        for split_id, (name, indices) in enumerate(split.items()):
+            indices = np.asarray(indices)
+            if indices.ndim != 1 or (indices.size and not np.issubdtype(indices.dtype, np.integer)):
+                raise ValueError(
+                    f"split {name!r} must be a 1-D integer index array, "
+                    f"got shape {indices.shape} dtype {indices.dtype}"
+                )
+            indices = indices.astype(np.int64)
+            if indices.size and (indices.min() < 0 or indices.max() >= self.num_images):
+                raise ValueError(
+                    f"split {name!r} has indices outside [0, {self.num_images - 1}]"
+                )
+            if np.any(membership[indices] != _NO_SPLIT):
+                raise ValueError(f"split {name!r} shares images with an earlier split")
+            membership[indices] = split_id
+            # Cheaper than np.unique: a repeated index is written once, not twice.
+            if np.count_nonzero(membership == split_id) != indices.size:
+                raise ValueError(f"split {name!r} lists some image more than once")
+        return membership
+
+    def _count_pairs(self) -> np.ndarray:
+        """int64 [num_splits, A]: distinct valid pairs of each action in each split."""
+        grid = self._membership.reshape(self.factor_sizes)
+        counts = np.zeros((len(self.split_names), self.num_actions), np.int64)
+        for f in range(self.num_factors):
+            low = [slice(None)] * self.num_factors
+            high = [slice(None)] * self.num_factors
+            low[f], high[f] = slice(0, -1), slice(1, None)
+            low_split, high_split = grid[tuple(low)], grid[tuple(high)]
+            same = (low_split == high_split) & (low_split != _NO_SPLIT)
+            per_split = np.bincount(low_split[same], minlength=len(self.split_names))
+            # A pair (v, v+1) serves both the increase and, reversed, the decrease.
+            counts[:, f] = counts[:, self.num_factors + f] = per_split
+        return counts
+
+    def _check_pairs_exist(self, split_name: str, split_id: int) -> None:
+        # Balanced actions need every action to have a pair. Checking up front
+        # fails fast, and whatever the rng draws, instead of only once a drawn
+        # pair-less action has spent every rejection round.
+        empty = np.flatnonzero(self._pair_counts[split_id] == 0)
+        if empty.size:
+            raise ValueError(
+                f"split {split_name!r} has too few images to form transition pairs: "
+                f"no pair for actions {empty.tolist()} "
+                f"(valid pairs per action: {self._pair_counts[split_id].tolist()})"
+            )
+
+
+# --------------------------------------------------------------------------- #
+# Helpers
+# --------------------------------------------------------------------------- #
+def _check_num_factors(num_factors: int) -> int:
+    if not _is_int(num_factors) or num_factors < 1:
+        raise ValueError(f"num_factors must be a positive integer, got {num_factors!r}")
+    return int(num_factors)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _integer_array(value: np.ndarray, what: str) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"{what} must hold integers, got dtype {array.dtype}")
+    return array.astype(np.int64)
+
+
+def _check_action(action: np.ndarray, num_factors: int) -> np.ndarray:
+    action = _integer_array(action, "action")
+    _check_range(action, 0, 2 * num_factors, "action")
+    return action
+
+
+def _check_range(array: np.ndarray, low: int, high: int, what: str) -> None:
+    bad = (array < low) | (array >= high)
+    if np.any(bad):
+        raise ValueError(f"{what} must be in [{low}, {high - 1}], got {array[bad].flat[0]}")

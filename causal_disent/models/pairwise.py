@@ -1,0 +1,120 @@
+"""A fast, memory-light kernel for "pairwise additive MLP readouts".
+
+Both the causal-graph pair MLPs (α_ij = w2ᵀ LeakyReLU(U x_i + V x_j + b)) and the
+GATv2 attention scores of the transition GNN (e_ij = aᵀ LeakyReLU(W_r x_i + W_s x_j +
+w_ij·e + b)) compute, for every ordered pair (i, j),
+
+    out[i, j] = Σ_h a[h] · LeakyReLU(row[i, h] + col[j, h] + edge[i, j] · e[h]).
+
+Written naively this materialises [B, N, M, H] several times for the forward and
+backward passes. Here the forward splits LeakyReLU(z) = s·z + (1 − s)·relu(z) so
+the linear part is O((N + M)·H), and a hand-written backward recomputes z one
+example at a time (`jax.lax.map`), so the [N, M, H] working set stays in cache and
+nothing of that size is kept between the passes. On a 2-core CPU this is ~4× faster
+than autodiff of the naive form (benchmarks/ct_step_time.py).
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+def pairwise_leaky_readout(
+    row: jax.Array,
+    col: jax.Array,
+    out_kernel: jax.Array,
+    negative_slope: float,
+    edge: jax.Array | None = None,
+    edge_kernel: jax.Array | None = None,
+) -> jax.Array:
+    """out[b, i, j] = Σ_h a[b, h]·LeakyReLU(row[b, i, h] + col[b, j, h] + edge[b, i, j]·e[b, h]).
+
+    Args:
+      row: [B, N, H] per-receiver (row) pre-activations, biases folded in.
+      col: [B, M, H] per-sender (column) pre-activations.
+      out_kernel: [B, H] the readout vector a.
+      negative_slope: LeakyReLU slope s.
+      edge: optional [B, N, M] scalar edge feature.
+      edge_kernel: [B, H] the edge feature's weights e (required with `edge`).
+    Returns:
+      [B, N, M].
+    """
+    if edge is None:
+        batch, num_rows, _ = row.shape
+        edge = jnp.zeros((batch, num_rows, col.shape[1]), row.dtype)
+        edge_kernel = jnp.zeros_like(out_kernel)
+        return _readout(negative_slope, False, row, col, out_kernel, edge, edge_kernel)
+    return _readout(negative_slope, True, row, col, out_kernel, edge, edge_kernel)
+
+
+def reference_pairwise_leaky_readout(row, col, out_kernel, negative_slope, edge=None, edge_kernel=None):
+    """The same function written directly (for tests)."""
+    z = row[:, :, None, :] + col[:, None, :, :]
+    if edge is not None:
+        z = z + edge[..., None] * edge_kernel[:, None, None, :]
+    activation = jnp.where(z > 0, z, negative_slope * z)
+    return jnp.sum(activation * out_kernel[:, None, None, :], axis=-1)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _readout(slope, has_edge, row, col, out_kernel, edge, edge_kernel):
+    return _forward(slope, has_edge, row, col, out_kernel, edge, edge_kernel)
+
+
+def _forward(slope, has_edge, row, col, out_kernel, edge, edge_kernel):
+    linear = (
+        jnp.einsum("bih,bh->bi", row, out_kernel)[:, :, None]
+        + jnp.einsum("bjh,bh->bj", col, out_kernel)[:, None, :]
+    )
+    if has_edge:
+        linear = linear + edge * jnp.einsum("bh,bh->b", edge_kernel, out_kernel)[:, None, None]
+
+    def relu_part(example):
+        z = _preactivation(has_edge, *example)
+        return jnp.einsum("ijh,h->ij", jax.nn.relu(z), example[2])
+
+    examples = (row, col, out_kernel, edge, edge_kernel)
+    return slope * linear + (1.0 - slope) * jax.lax.map(relu_part, examples)
+
+
+def _preactivation(has_edge, row, col, out_kernel, edge, edge_kernel):
+    del out_kernel
+    z = row[:, None, :] + col[None, :, :]
+    if has_edge:
+        z = z + edge[:, :, None] * edge_kernel
+    return z
+
+
+def _readout_fwd(slope, has_edge, row, col, out_kernel, edge, edge_kernel):
+    residuals = (row, col, out_kernel, edge, edge_kernel)
+    return _forward(slope, has_edge, *residuals), residuals
+
+
+def _readout_bwd(slope, has_edge, residuals, grad):
+    row, col, out_kernel, edge, edge_kernel = residuals
+
+    def per_example(example):
+        (row, col, a, edge, e), g = example
+        z = _preactivation(has_edge, row, col, a, edge, e)
+        positive = (z > 0).astype(z.dtype)  # [N, M, H]
+        # d/dz of s·z + (1 − s)·relu(z) is s + (1 − s)·[z > 0].
+        g_pos_rows = jnp.einsum("ij,ijh->ih", g, positive)
+        g_pos_cols = jnp.einsum("ij,ijh->jh", g, positive)
+        d_row = a * (slope * g.sum(1)[:, None] + (1 - slope) * g_pos_rows)
+        d_col = a * (slope * g.sum(0)[:, None] + (1 - slope) * g_pos_cols)
+        d_a = slope * (g.sum(1) @ row + g.sum(0) @ col) + (1 - slope) * jnp.einsum(
+            "ij,ijh->h", g, jax.nn.relu(z)
+        )
+        if not has_edge:
+            return d_row, d_col, d_a, jnp.zeros_like(edge), jnp.zeros_like(e)
+        ge = g * edge
+        d_a = d_a + slope * ge.sum() * e
+        d_edge = g * (slope * (a @ e) + (1 - slope) * jnp.einsum("ijh,h->ij", positive, a * e))
+        d_e = a * (slope * ge.sum() + (1 - slope) * jnp.einsum("ij,ijh->h", ge, positive))
+        return d_row, d_col, d_a, d_edge, d_e
+
+    return jax.lax.map(per_example, ((row, col, out_kernel, edge, edge_kernel), grad))
+
+
+_readout.defvjp(_readout_fwd, _readout_bwd)

@@ -2,6 +2,7 @@ r"""Stage-2 (CT layer) training-step time per mode at the paper's stage-2 sizes.
 
   python benchmarks/ct_step_time.py            # batch 16, A = 12, N = 64, K = 64
   python benchmarks/ct_step_time.py --steps=5 --gnn_backend=jraph
+  python benchmarks/ct_step_time.py --num_nodes=256 --graph_hidden=64   # other sizes
 
 Each mode runs in its own process so that its peak resident memory is its own. A
 step is forward, backward and the Adam update of the CT parameters, jitted,
@@ -80,8 +81,11 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--gnn_backend", default="dense", choices=("dense", "jraph"))
     parser.add_argument("--modes", default="standard,action,causal")
+    for name, value in SIZES.items():
+        parser.add_argument(f"--{name}", type=int, default=value)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    SIZES.update({name: getattr(args, name) for name in SIZES})
     if args.child:
         print(json.dumps(time_mode(args.child, args.steps, args.gnn_backend)))
         return
@@ -89,7 +93,8 @@ def main():
     for mode in args.modes.split(","):
         child = subprocess.run(
             [sys.executable, __file__, f"--child={mode}", f"--steps={args.steps}",
-             f"--gnn_backend={args.gnn_backend}"],
+             f"--gnn_backend={args.gnn_backend}",
+             *(f"--{name}={value}" for name, value in SIZES.items())],
             capture_output=True, text=True, check=True,
         )
         results[mode] = json.loads(child.stdout.strip().splitlines()[-1])

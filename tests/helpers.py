@@ -6,7 +6,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def tiny_config():
-    """configs/ctvae_shapes3d.py:tiny, a fresh copy each call."""
+    """configs/ctvae_shapes3d.py:tiny (both stages), a fresh copy each call."""
     from configs import ctvae_shapes3d
 
     return ctvae_shapes3d.get_config("tiny")

@@ -71,13 +71,13 @@ def image_batches(
     if prefetch <= 0:
         yield from map(render, steps)
         return
-    yield from _prefetched(map(render, steps), prefetch)
+    yield from prefetched(map(render, steps), prefetch)
 
 
 _DONE = object()
 
 
-def _prefetched(items: Iterator, size: int) -> Iterator:
+def prefetched(items: Iterator, size: int) -> Iterator:
     """Runs `items` in a daemon thread, `size` ahead; exceptions reach the consumer."""
     buffer: queue.Queue = queue.Queue(maxsize=size)
     stop = threading.Event()

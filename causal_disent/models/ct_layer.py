@@ -27,13 +27,15 @@ NOISE_MODES = ("off", "exo", "node")
 
 
 def sinusoidal_positions(num_positions: int, dim: int) -> np.ndarray:
-    """[num_positions, dim] sinusoidal embedding of the node index (Vaswani et al.)."""
+    """[num_positions, dim] sinusoidal embedding of the node index (Vaswani et al.),
+    scaled to unit norm per position so that, added to a one-hot code (norm 1), it
+    does not drown the code (unscaled, its norm is sqrt(dim / 2))."""
     positions = np.arange(num_positions)[:, None]
     frequencies = np.exp(-np.log(10_000.0) * (np.arange(0, dim, 2) / dim))
     embedding = np.zeros((num_positions, dim), np.float32)
     embedding[:, 0::2] = np.sin(positions * frequencies)
     embedding[:, 1::2] = np.cos(positions * frequencies[: dim // 2])
-    return embedding
+    return embedding / np.linalg.norm(embedding, axis=-1, keepdims=True)
 
 
 class CausalTransition(nn.Module):
@@ -53,6 +55,7 @@ class CausalTransition(nn.Module):
     position_dropout: float = 0.1
     noise: str = "off"
     gnn_backend: str = "dense"
+    gnn_root_weight: bool = False
 
     def setup(self):
         if self.noise not in NOISE_MODES:
@@ -66,6 +69,7 @@ class CausalTransition(nn.Module):
             hidden=self.gnn_hidden,
             num_layers=self.gnn_layers,
             backend=self.gnn_backend,
+            root_weight=self.gnn_root_weight,
         )
         self.dropout = nn.Dropout(self.position_dropout)
 

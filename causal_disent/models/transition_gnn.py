@@ -284,6 +284,7 @@ class ActionHeadsGATv2Layer(nn.Module):
     hidden: int
     num_actions: int
     backend: str = "dense"
+    root_weight: bool = False
 
     @nn.compact
     def __call__(
@@ -362,6 +363,13 @@ class ActionHeadsGATv2Layer(nn.Module):
                 heads,
             )
         aggregated = aggregated + heads["output_bias"][:, :, None, :]
+        if self.root_weight:
+            # A skip term W_root·x_i (PyG's `root_weight`): the node keeps its own
+            # state however its attention is spread over its parents.
+            root_kernel = self.param(
+                "root_kernel", stacked_kernel_init, (num_heads, in_features, self.hidden)
+            )[head_index]
+            aggregated = aggregated + jnp.einsum("bnf,bhfd->bhnd", latent_features, root_kernel)
         return combine_selected_heads(aggregated, mask)
 
 
@@ -381,6 +389,7 @@ class TransitionGNN(nn.Module):
     hidden: int = 100
     num_layers: int = 2
     backend: str = "dense"
+    root_weight: bool = False
 
     @nn.compact
     def __call__(
@@ -431,7 +440,8 @@ class TransitionGNN(nn.Module):
         features = node_features
         for layer in range(self.num_layers):
             features = ActionHeadsGATv2Layer(
-                self.hidden, self.num_actions, self.backend, name=f"gat_layer_{layer}"
+                self.hidden, self.num_actions, self.backend, self.root_weight,
+                name=f"gat_layer_{layer}",
             )(features, context_features, action, mask, adjacency, edge_weights, graph)
             features = nn.elu(features)
         logits = nn.Dense(self.num_codes, name="readout")(features)

@@ -15,7 +15,12 @@ from causal_disent.data import pipeline, registry, splits
 from causal_disent.evaluation import reconstruction
 from causal_disent.objectives.mcqvae import images_to_unit_range, mcqvae_loss
 from causal_disent.train import reporting
-from causal_disent.train.checkpoint import StageCheckpoints
+from causal_disent.train.checkpoint import (
+    CheckpointError,
+    StageCheckpoints,
+    check_workdir_compatible,
+    checkpoint_dir,
+)
 from causal_disent.train.loop import fit
 from causal_disent.train.sharding import (
     batch_sharded,
@@ -33,8 +38,9 @@ def signature(config: ml_collections.ConfigDict) -> dict:
     return {"data": config.data.name, "model": config.mcqvae.model.to_dict()}
 
 
-def validate(config: ml_collections.ConfigDict, mesh: Mesh) -> None:
+def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> None:
     """Checks this stage's config before anything compiles."""
+    del workdir  # stage 1 needs nothing in it
     model, optim, train = config.mcqvae.model, config.mcqvae.optim, config.mcqvae.train
     if model.latent_dim % model.num_codebooks:
         raise ValueError(
@@ -74,18 +80,14 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         cfg.optim.learning_rate, cfg.optim.decay_rate_per_epoch, batcher.steps_per_epoch
     )
     init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
-
-    def create_state():
-        sample = images_to_unit_range(np.zeros((1, *dataset.image_shape), np.uint8))
-        params = model.init(init_rng, sample)["params"]
-        return TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(schedule))
+    create_state = functools.partial(_create_state, model, dataset.image_shape, init_rng, schedule)
 
     checkpoints = StageCheckpoints(
         workdir, STAGE, signature(config),
         save_every_steps=cfg.train.checkpoint_every_steps,
         max_to_keep=cfg.train.max_checkpoints_to_keep,
     )
-    state = checkpoints.restore_latest(_placed_like(jax.eval_shape(create_state), mesh))
+    state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
     if state is None:
         state = jax.jit(create_state, out_shardings=replicated(mesh))()
         first_step = 0
@@ -139,7 +141,44 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     return results
 
 
-def _placed_like(abstract_state, mesh: Mesh):
+def _create_state(model, image_shape, init_rng, schedule) -> TrainState:
+    sample = images_to_unit_range(np.zeros((1, *image_shape), np.uint8))
+    params = model.init(init_rng, sample)["params"]
+    return TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(schedule))
+
+
+def load_trained(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh, dataset):
+    """The MCQ-VAE module and its trained parameters (replicated over `mesh`) from
+    the latest stage-1 checkpoint in `workdir`; CheckpointError if there is none or
+    it was made with another architecture."""
+    model = models.build_mcqvae(config.mcqvae.model, out_channels=dataset.image_shape[-1])
+    check_trained(config, workdir)
+    checkpoints = StageCheckpoints(workdir, STAGE, signature(config), 1, 1)
+    try:
+        abstract = jax.eval_shape(
+            functools.partial(_create_state, model, dataset.image_shape, jax.random.key(0),
+                              optax.constant_schedule(0.0))
+        )
+        state = checkpoints.restore_latest(placed_like(abstract, mesh))
+    finally:
+        checkpoints.close()
+    return model, state.params
+
+
+def check_trained(config: ml_collections.ConfigDict, workdir: Path) -> None:
+    """CheckpointError unless `workdir` holds a stage-1 checkpoint of this config's
+    architecture (reads only its small JSON signature)."""
+    directory = checkpoint_dir(workdir, STAGE)
+    if not directory.exists() or not any(p.name.isdigit() for p in directory.iterdir()):
+        raise CheckpointError(
+            f"no stage-1 (mcqvae) checkpoint in {directory}: run stage 'mcqvae' first "
+            f"(list it in config.stages) or point config.ct.mcqvae_workdir at a "
+            f"finished stage-1 run"
+        )
+    check_workdir_compatible(workdir, STAGE, signature(config))
+
+
+def placed_like(abstract_state, mesh: Mesh):
     """Abstract arrays that restore replicated over `mesh`."""
     sharding = replicated(mesh)
     return jax.tree.map(

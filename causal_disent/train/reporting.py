@@ -61,7 +61,9 @@ class Progress:
         rate = self.steps_per_second(step)
         eta = (self.total_steps - step) / rate if rate > 0 else float("nan")
         shown = " ".join(
-            f"{k} {to_python(v):.4g}" for k, v in metrics.items() if np.ndim(v) == 0
+            f"{k} {v}" if isinstance(v, str) else f"{k} {to_python(v):.4g}"
+            for k, v in metrics.items()
+            if isinstance(v, str) or np.ndim(v) == 0
         )
         logging.info(
             "[%s] step %d/%d (%.0f%%) %s | %.2f steps/s, %.0f images/s, ETA %s",

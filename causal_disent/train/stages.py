@@ -9,12 +9,13 @@ import ml_collections
 from absl import logging
 
 from causal_disent.data import registry, splits
-from causal_disent.train import checkpoint, mcqvae_stage
+from causal_disent.train import checkpoint, ct_stage, mcqvae_stage
 from causal_disent.train.sharding import make_data_mesh
 
 # name -> module with signature(config), validate(config, mesh), run(config, workdir, mesh)
 STAGES = {
     mcqvae_stage.STAGE: mcqvae_stage,
+    ct_stage.STAGE: ct_stage,
 }
 
 
@@ -44,7 +45,7 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
     splits.check_split_fractions(config.data.split_fractions)
     check_workdir_writable(workdir)
     for stage in config.stages:
-        STAGES[stage].validate(config, mesh)
+        STAGES[stage].validate(config, mesh, workdir)
         checkpoint.check_workdir_compatible(
             workdir, stage, STAGES[stage].signature(config)
         )

@@ -8,7 +8,14 @@ import orbax.checkpoint as ocp
 import pytest
 
 from causal_disent.train import checkpoint, stages
-from tests.helpers import tiny_config
+from tests.helpers import tiny_config as tiny_two_stage_config
+
+
+def tiny_config():
+    """The tiny config with stage 1 only."""
+    config = tiny_two_stage_config()
+    config.stages = ("mcqvae",)
+    return config
 
 
 def final_params(workdir):

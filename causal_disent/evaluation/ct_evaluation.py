@@ -1,0 +1,182 @@
+"""Stage-2 evaluation: action retrieval on test transitions, decoded transitions,
+and the paper's figures (iterated interventions, causal structure)."""
+
+import functools
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from causal_disent import interventions  # noqa: E402
+from causal_disent.data import transitions  # noqa: E402
+from causal_disent.evaluation.figures import image_grid, save_png  # noqa: E402
+from causal_disent.objectives import ct as ct_objectives  # noqa: E402
+from causal_disent.objectives.mcqvae import images_to_unit_range  # noqa: E402
+from causal_disent.train.sharding import global_batch, replicated  # noqa: E402
+
+
+def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) -> dict:
+    """Action and factor accuracy (SPEC §1.4) from q [n, 2F] and a* [n].
+
+    Factor accuracy folds the two directions: argmax(q[:F] + q[F:]) == a* mod F.
+    Also the per-factor confusion matrix (rows: true factor, columns: predicted) and
+    the chance levels of both accuracies.
+    """
+    num_actions = action_probs.shape[-1]
+    num_factors = num_actions // 2
+    predicted_action = action_probs.argmax(-1)
+    predicted_factor = np.asarray(ct_objectives.fold_factor_probabilities(action_probs)).argmax(-1)
+    true_factor = true_actions % num_factors
+    confusion = np.zeros((num_factors, num_factors), np.int64)
+    np.add.at(confusion, (true_factor, predicted_factor), 1)
+    per_action = [
+        float(np.mean(predicted_action[true_actions == a] == a)) if np.any(true_actions == a) else None
+        for a in range(num_actions)
+    ]
+    return {
+        "action_accuracy": float(np.mean(predicted_action == true_actions)),
+        "factor_accuracy": float(np.mean(predicted_factor == true_factor)),
+        "action_chance": 1.0 / num_actions,
+        "factor_chance": 1.0 / num_factors,
+        "per_action_accuracy": per_action,
+        "confusion": confusion.tolist(),
+    }
+
+
+def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, mesh,
+             batch_size, rng) -> dict:
+    """Scores the CT layer on `pairs` (a TransitionSampler set of test transitions).
+
+    Returns action retrieval scores and, for the transition under the true action:
+    node_accuracy (predicted Y codes equal to the true ones), exact_match (all nodes
+    right), decoded_mse (decoded predicted codes vs the image Y) and, as its floor,
+    reconstruction_mse (decoded true Y codes vs Y).
+    """
+    latent = (mcqvae.num_codebooks, *_grid_size(dataset, mcqvae))
+
+    @functools.partial(jax.jit, out_shardings=replicated(mesh))
+    def score(params, mcq_params, x_codes, y_codes, action, y_images, rng):
+        rngs = {"gumbel": rng, "noise": rng}
+        every = model.apply({"params": params}, x_codes, rngs=rngs, method=model.all_actions)
+        probs = jax.nn.softmax(ct_objectives.action_scores(every["logits"], y_codes), axis=-1)
+        true = model.apply({"params": params}, x_codes, action, rngs=rngs)
+        predicted = jnp.argmax(true["logits"], axis=-1).astype(jnp.int32)
+        target = images_to_unit_range(y_images)
+
+        def decode(codes):
+            grid = codes.reshape(codes.shape[0], *latent)
+            return mcqvae.apply({"params": mcq_params}, grid, method=mcqvae.decode_codes)
+
+        return {
+            "probs": probs,
+            "node_correct": jnp.mean(predicted == y_codes, axis=-1),
+            "decoded_mse": jnp.mean((decode(predicted) - target) ** 2, axis=(1, 2, 3)),
+            "reconstruction_mse": jnp.mean((decode(y_codes) - target) ** 2, axis=(1, 2, 3)),
+        }
+
+    num_pairs = len(pairs["action"])
+    collected = []
+    for start in range(0, num_pairs, batch_size):
+        index = np.arange(start, start + batch_size) % num_pairs  # pad by wrapping
+        local = _local_slice(batch_size)
+        host = {
+            "x": dataset.images(pairs["x_index"][index][local]),
+            "y": dataset.images(pairs["y_index"][index][local]),
+            "action": pairs["action"][index][local],
+        }
+        batch = global_batch(host, mesh)
+        out = score(
+            params, mcqvae_params, encode(mcqvae_params, batch["x"]),
+            encode(mcqvae_params, batch["y"]), batch["action"], batch["y"],
+            jax.random.fold_in(rng, start),
+        )
+        keep = min(batch_size, num_pairs - start)
+        collected.append(jax.tree.map(lambda v: np.asarray(v)[:keep], out))
+    merged = {k: np.concatenate([c[k] for c in collected]) for k in collected[0]}
+    results = {"num_pairs": num_pairs}
+    results.update(action_retrieval_scores(merged["probs"], pairs["action"]))
+    results.update({
+        "node_accuracy": float(merged["node_correct"].mean()),
+        "exact_match": float(np.mean(merged["node_correct"] == 1.0)),
+        "decoded_mse": float(merged["decoded_mse"].mean()),
+        "reconstruction_mse": float(merged["reconstruction_mse"].mean()),
+    })
+    return results
+
+
+def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, sampler, rng,
+                 figures_dir: Path, times: int = 5, num_structure_images: int = 64) -> None:
+    """Writes ct_interventions.png (paper Fig. 5) and ct_structure_*.png (Fig. 6)."""
+    ctvae = interventions.CTVAE(
+        mcqvae=mcqvae, mcqvae_params=jax.device_get(mcqvae_params), transition=model,
+        transition_params=jax.device_get(params), image_shape=tuple(dataset.image_shape),
+        latent_shape=(mcqvae.num_codebooks, *_grid_size(dataset, mcqvae)),
+        action_names=tuple(transitions.action_names(dataset.factor_names)),
+    )
+    # Start from a test image in the middle of every factor range, so that both
+    # directions of every action have room to move.
+    middle = np.array([size // 2 for size in dataset.factor_sizes])[None]
+    start = dataset.images(dataset.factors_to_index(middle))[0]
+    rows = [interventions.apply_action(ctvae, start, a, times) for a in range(model.num_actions)]
+    save_png(image_grid(np.stack(rows)), figures_dir / "ct_interventions.png", upscale=2)
+    _save_structure(ctvae, dataset.images(split["test"][:num_structure_images]), rng, figures_dir)
+
+
+def _save_structure(ctvae, images, rng, figures_dir: Path) -> None:
+    codes = ctvae.encode(images)
+    out = jax.jit(
+        lambda p, c, r: ctvae.transition.apply(
+            {"params": p}, c, rngs={"gumbel": r, "noise": r}, method=ctvae.transition.all_actions
+        )
+    )(ctvae.transition_params, codes, rng)
+    mask = np.asarray(out["mask"]).mean(axis=1)  # [A, N]
+    adjacency = np.asarray(out["adjacency"]).mean(axis=1)  # [A, N, N]
+    num_actions, (num_codebooks, height, width) = mask.shape[0], ctvae.latent_shape
+
+    fig, axes = plt.subplots(num_actions, num_codebooks, squeeze=False,
+                             figsize=(1.6 * num_codebooks + 1, 1.3 * num_actions))
+    for a in range(num_actions):
+        grid = mask[a].reshape(num_codebooks, height, width)
+        for c in range(num_codebooks):
+            ax = axes[a, c]
+            ax.imshow(grid[c], vmin=0, vmax=1, cmap="viridis")
+            ax.set_xticks([]), ax.set_yticks([])
+            if c == 0:
+                ax.set_ylabel(ctvae.action_names[a], fontsize=7)
+            if a == 0:
+                ax.set_title(f"codebook {c}", fontsize=8)
+    fig.suptitle("intervention mask R_a (batch mean)", fontsize=9)
+    fig.tight_layout()
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    fig.savefig(figures_dir / "ct_structure_masks.png", dpi=100)
+    plt.close(fig)
+
+    columns = 4
+    fig, axes = plt.subplots(-(-num_actions // columns), columns, squeeze=False,
+                             figsize=(3 * columns, 3 * -(-num_actions // columns)))
+    for a, ax in enumerate(axes.flat):
+        ax.set_xticks([]), ax.set_yticks([])
+        if a < num_actions:
+            ax.imshow(adjacency[a], vmin=0, vmax=1, cmap="magma")
+            ax.set_title(f"M for {ctvae.action_names[a]}", fontsize=8)
+        else:
+            ax.axis("off")
+    fig.suptitle("causal graph M_ij = 1: j is a parent of i (batch mean)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(figures_dir / "ct_structure_adjacency.png", dpi=100)
+    plt.close(fig)
+
+
+def _grid_size(dataset, mcqvae) -> tuple[int, int]:
+    downsampling = 2 ** len(mcqvae.downsample_widths)
+    return dataset.image_shape[0] // downsampling, dataset.image_shape[1] // downsampling
+
+
+def _local_slice(batch_size: int) -> slice:
+    count, index = jax.process_count(), jax.process_index()
+    return slice(index * batch_size // count, (index + 1) * batch_size // count)

@@ -1,0 +1,277 @@
+"""Stage `ct`: trains the causal-transition layer on the frozen MCQ-VAE (stage 2).
+
+Every step is one mode (standard, action or causal; SPEC §1.3), drawn from
+`config.ct.objective.mode_proportions` by a seeded stream keyed on the step, and
+every batch is a set of training-split transitions keyed on the step too, so a
+resumed run repeats an uninterrupted one exactly. The frozen encoder turns the
+batch's images into codes outside the differentiated step: no gradient is ever
+computed for the MCQ-VAE and its parameters are not in the optimiser.
+"""
+
+import functools
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+from absl import logging
+from jax.sharding import Mesh
+
+from causal_disent.data import registry, splits, transitions
+from causal_disent.data.pipeline import prefetched
+from causal_disent.evaluation import ct_evaluation
+from causal_disent.models.ct_layer import NOISE_MODES, CausalTransition
+from causal_disent.models.transition_gnn import BACKENDS
+from causal_disent.objectives import ct as ct_objectives
+from causal_disent.objectives.mcqvae import images_to_unit_range
+from causal_disent.train import mcqvae_stage, reporting
+from causal_disent.train.checkpoint import CheckpointError, StageCheckpoints
+from causal_disent.train.loop import fit
+from causal_disent.train.sharding import (
+    batch_sharded,
+    check_batch_divisible,
+    global_batch,
+    replicated,
+)
+from causal_disent.train.state import TrainState, per_epoch_exponential_decay, train_step
+
+STAGE = "ct"
+MODE_NAMES = tuple(ct_objectives.MODES)  # ("standard", "action", "causal")
+
+
+def num_nodes(config: ml_collections.ConfigDict, image_shape) -> int:
+    """N = C · h · w of the stage-1 latent grid."""
+    model = config.mcqvae.model
+    downsampling = 2 ** len(model.downsample_widths)
+    return model.num_codebooks * (image_shape[0] // downsampling) * (image_shape[1] // downsampling)
+
+
+def build_model(config: ml_collections.ConfigDict, dataset) -> CausalTransition:
+    m = config.ct.model
+    return CausalTransition(
+        num_nodes=num_nodes(config, dataset.image_shape),
+        num_codes=config.mcqvae.model.num_codes,
+        num_actions=2 * len(dataset.factor_sizes),
+        graph_hidden=m.graph_hidden,
+        gnn_hidden=m.gnn_hidden,
+        gnn_layers=m.gnn_layers,
+        position_dropout=m.position_dropout,
+        noise=m.noise,
+        gnn_backend=m.gnn_backend,
+        gnn_root_weight=m.gnn_root_weight,
+    )
+
+
+def signature(config: ml_collections.ConfigDict) -> dict:
+    """A CT checkpoint depends on the data, the stage-1 architecture and its own."""
+    return {
+        "data": config.data.name,
+        "mcqvae_model": config.mcqvae.model.to_dict(),
+        "ct_model": config.ct.model.to_dict(),
+    }
+
+
+def mcqvae_workdir(config: ml_collections.ConfigDict, workdir: Path) -> Path:
+    return Path(config.ct.mcqvae_workdir) if config.ct.mcqvae_workdir else workdir
+
+
+def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> None:
+    m, objective = config.ct.model, config.ct.objective
+    if m.noise not in NOISE_MODES:
+        raise ValueError(f"ct.model.noise must be one of {NOISE_MODES}, got {m.noise!r}")
+    if m.gnn_backend not in BACKENDS:
+        raise ValueError(f"ct.model.gnn_backend must be one of {BACKENDS}, got {m.gnn_backend!r}")
+    for name in ("graph_hidden", "gnn_hidden", "gnn_layers"):
+        if m[name] < 1:
+            raise ValueError(f"ct.model.{name} must be positive, got {m[name]}")
+    proportions = tuple(objective.mode_proportions)
+    if len(proportions) != len(MODE_NAMES) or min(proportions) < 0 or sum(proportions) <= 0:
+        raise ValueError(
+            f"ct.objective.mode_proportions must be three non-negative weights for "
+            f"{MODE_NAMES}; got {proportions}"
+        )
+    train = config.ct.train
+    if train.num_steps <= 0 and train.num_epochs <= 0:
+        raise ValueError("set ct.train.num_steps or ct.train.num_epochs > 0")
+    check_batch_divisible(config.ct.optim.batch_size, mesh, "ct.optim.batch_size")
+    check_batch_divisible(train.eval_batch_size, mesh, "ct.train.eval_batch_size")
+    # Stage 1 must exist already unless this run trains it first.
+    if "mcqvae" not in config.stages or config.ct.mcqvae_workdir:
+        mcqvae_stage.check_trained(config, mcqvae_workdir(config, workdir))
+
+
+def mode_of_step(seed: int, step: int, proportions) -> str:
+    """The mode of a training step: a pure function of (seed, step)."""
+    probabilities = np.asarray(proportions, np.float64) / np.sum(proportions)
+    rng = np.random.default_rng([seed, 0x4D0DE, step])  # a stream of its own
+    return MODE_NAMES[rng.choice(len(MODE_NAMES), p=probabilities)]
+
+
+def transition_batches(dataset, sampler, split_name, batch_size, seed, proportions,
+                       first_step, last_step, prefetch):
+    """Host batches {x, y: uint8 images, action, mode} of this host's slice."""
+    count, index = jax.process_count(), jax.process_index()
+    local = slice(index * batch_size // count, (index + 1) * batch_size // count)
+
+    def render(step):
+        pairs = sampler.batch(split_name, step, batch_size)
+        return {
+            "x": dataset.images(pairs["x_index"][local]),
+            "y": dataset.images(pairs["y_index"][local]),
+            "action": pairs["action"][local],
+            "mode": mode_of_step(seed, step, proportions),
+        }
+
+    batches = map(render, range(first_step, last_step))
+    return prefetched(batches, prefetch) if prefetch > 0 else batches
+
+
+def make_encoder(mcqvae, mesh: Mesh):
+    """jitted (params, images uint8 [B, H, W, ch]) -> codes [B, N], batch-sharded."""
+
+    @functools.partial(
+        jax.jit,
+        in_shardings=(replicated(mesh), batch_sharded(mesh)),
+        out_shardings=batch_sharded(mesh),
+    )
+    def encode(params, images):
+        codes = mcqvae.apply(
+            {"params": params}, images_to_unit_range(images), method=mcqvae.encode_codes
+        )
+        return codes.reshape(codes.shape[0], -1)  # codebook-major, row, column
+
+    return encode
+
+
+def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
+    """Trains (or resumes) stage 2, evaluates on the test split, writes figures and
+    results; returns the results dict."""
+    cfg = config.ct
+    dataset = registry.get_dataset(config.data.name)
+    split = splits.split_indices(
+        dataset.num_images, config.data.split_fractions, config.data.split_seed
+    )
+    sampler = transitions.TransitionSampler(dataset, split, seed=config.seed)
+    mcqvae, mcqvae_params = mcqvae_stage.load_trained(
+        config, mcqvae_workdir(config, workdir), mesh, dataset
+    )
+    encode = make_encoder(mcqvae, mesh)
+    model = build_model(config, dataset)
+
+    steps_per_epoch = max(1, len(split["train"]) // cfg.optim.batch_size)
+    total_steps = cfg.train.num_steps or cfg.train.num_epochs * steps_per_epoch
+    schedule = per_epoch_exponential_decay(
+        cfg.optim.learning_rate, cfg.optim.decay_rate_per_epoch, steps_per_epoch
+    )
+    init_rng, train_rng, eval_rng = jax.random.split(jax.random.key(config.seed + 1), 3)
+    create_state = functools.partial(_create_state, model, init_rng, schedule)
+
+    checkpoints = StageCheckpoints(
+        workdir, STAGE, signature(config),
+        save_every_steps=cfg.train.checkpoint_every_steps,
+        max_to_keep=cfg.train.max_checkpoints_to_keep,
+    )
+    state = checkpoints.restore_latest(mcqvae_stage.placed_like(jax.eval_shape(create_state), mesh))
+    if state is None:
+        state = jax.jit(create_state, out_shardings=replicated(mesh))()
+        first_step = 0
+        logging.info(
+            "[%s] %d parameters, %d nodes, %d actions; training %d steps", STAGE,
+            sum(p.size for p in jax.tree.leaves(state.params)), model.num_nodes,
+            model.num_actions, total_steps,
+        )
+    else:
+        first_step = int(jax.device_get(state.step))
+        finished = reporting.read_results(workdir).get(STAGE, {})
+        if first_step >= total_steps and finished.get("steps") == first_step:
+            checkpoints.close()
+            logging.info("[%s] already complete at step %d; skipped", STAGE, first_step)
+            return finished
+        logging.info("[%s] resumed from step %d of %d", STAGE, first_step, total_steps)
+
+    if first_step < total_steps:
+        mode_steps = {
+            mode: jax.jit(
+                functools.partial(
+                    train_step,
+                    loss_fn=functools.partial(loss, model=model, weights=cfg.objective.weights),
+                ),
+                in_shardings=(replicated(mesh), batch_sharded(mesh), replicated(mesh)),
+                out_shardings=(replicated(mesh), replicated(mesh)),
+                donate_argnums=0,
+            )
+            for mode, loss in ct_objectives.MODES.items()
+        }
+
+        def step_fn(state, local_batch):
+            mode = local_batch.pop("mode")
+            batch = global_batch(local_batch, mesh)
+            codes = {
+                "x_codes": encode(mcqvae_params, batch["x"]),
+                "y_codes": encode(mcqvae_params, batch["y"]),
+                "action": batch["action"],
+            }
+            state, metrics = mode_steps[mode](state, codes, train_rng)
+            return state, {**metrics, "mode": mode}
+
+        state = fit(
+            stage=STAGE, state=state, step_fn=step_fn,
+            local_batches=transition_batches(
+                dataset, sampler, "train", cfg.optim.batch_size, config.seed,
+                tuple(cfg.objective.mode_proportions), first_step, total_steps,
+                cfg.train.prefetch_batches,
+            ),
+            first_step=first_step, last_step=total_steps,
+            global_batch_size=cfg.optim.batch_size, checkpoints=checkpoints,
+            writer=reporting.MetricsWriter(workdir),
+            log_every_steps=cfg.train.log_every_steps,
+            learning_rate_fn=lambda step: float(schedule(step)),
+        )
+    checkpoints.close()
+
+    results = ct_evaluation.evaluate(
+        model=model, params=state.params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
+        encode=encode, dataset=dataset, pairs=sampler.fixed_set("test", cfg.train.num_eval_pairs),
+        mesh=mesh, batch_size=cfg.train.eval_batch_size, rng=eval_rng,
+    )
+    results["steps"] = int(jax.device_get(state.step))
+    if jax.process_index() == 0:
+        ct_evaluation.save_figures(
+            model=model, params=state.params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
+            dataset=dataset, split=split, sampler=sampler, rng=eval_rng,
+            figures_dir=workdir / "figures",
+        )
+    reporting.update_results(workdir, STAGE, results)
+    logging.info("[%s] results: %s", STAGE, {k: v for k, v in results.items() if k != "confusion"})
+    return results
+
+
+def _create_state(model: CausalTransition, init_rng, schedule) -> TrainState:
+    param_rng, gumbel_rng = jax.random.split(init_rng)
+    codes = jnp.zeros((1, model.num_nodes), jnp.int32)
+    params = model.init(
+        {"params": param_rng, "gumbel": gumbel_rng, "noise": gumbel_rng},
+        codes, jnp.zeros((1,), jnp.int32),
+    )["params"]
+    return TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(schedule))
+
+
+def load_trained(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh, dataset):
+    """The CT layer and its trained parameters from `workdir`'s latest checkpoint."""
+    model = build_model(config, dataset)
+    checkpoints = StageCheckpoints(workdir, STAGE, signature(config), 1, 1)
+    try:
+        if checkpoints.latest_step() is None:
+            raise CheckpointError(
+                f"no stage-2 (ct) checkpoint in {checkpoints.directory}: train the CT "
+                f"layer first (config.stages includes 'ct')"
+            )
+        abstract = jax.eval_shape(
+            functools.partial(_create_state, model, jax.random.key(0), optax.constant_schedule(0.0))
+        )
+        state = checkpoints.restore_latest(mcqvae_stage.placed_like(abstract, mesh))
+    finally:
+        checkpoints.close()
+    return model, state.params

@@ -1,0 +1,110 @@
+"""Tiny real two-stage runs: stage 2 outputs, frozen stage 1, errors, the API."""
+
+import json
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from causal_disent import interventions
+from causal_disent.data import registry
+from causal_disent.train import checkpoint, ct_stage, stages
+from tests.helpers import tiny_config
+
+
+@pytest.fixture(scope="module")
+def two_stage_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("two_stage")
+    results = stages.run(tiny_config(), workdir)
+    return workdir, results
+
+
+def restore_params(workdir, stage):
+    with ocp.CheckpointManager(checkpoint.checkpoint_dir(workdir, stage)) as manager:
+        restored = manager.restore(
+            manager.latest_step(), args=ocp.args.Composite(state=ocp.args.StandardRestore())
+        )
+    return restored.state["params"]
+
+
+def test_two_stage_run_writes_results_metrics_and_figures(two_stage_run):
+    workdir, results = two_stage_run
+    assert set(results) == {"mcqvae", "ct"}
+    ct = json.loads((workdir / "results.json").read_text())["ct"]
+    assert ct["steps"] == 6 and ct["num_pairs"] == 10
+    for key in ("action_accuracy", "factor_accuracy", "node_accuracy", "exact_match", "decoded_mse"):
+        assert np.isfinite(ct[key]), key
+    assert ct["action_chance"] == pytest.approx(1 / 12) and ct["factor_chance"] == pytest.approx(1 / 6)
+    assert np.sum(ct["confusion"]) == 10
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    ct_rows = [row for row in rows if row["stage"] == "ct"]
+    assert [row["step"] for row in ct_rows] == [1, 2, 3, 4, 5, 6]
+    assert {row["mode"] for row in ct_rows} == {"standard", "action", "causal"}
+    assert all(np.isfinite(row["loss"]) for row in ct_rows)
+    for name in ("ct_interventions.png", "ct_structure_masks.png", "ct_structure_adjacency.png"):
+        assert (workdir / "figures" / name).stat().st_size > 0
+
+
+def test_stage_one_stays_frozen_during_stage_two(two_stage_run):
+    """The MCQ-VAE parameters at the end equal those stage 1 saved: stage 2 holds
+    only CT parameters."""
+    workdir, _ = two_stage_run
+    ct_params = restore_params(workdir, "ct")
+    assert "encoder" not in ct_params and "quantizer" not in ct_params
+    model = interventions.CTVAE.load(workdir)
+    jax.tree.map(np.testing.assert_array_equal, model.mcqvae_params, restore_params(workdir, "mcqvae"))
+
+
+def test_mode_schedule_is_seeded_and_follows_the_proportions():
+    modes = [ct_stage.mode_of_step(0, step, (0.77, 0.115, 0.115)) for step in range(4000)]
+    assert modes == [ct_stage.mode_of_step(0, step, (0.77, 0.115, 0.115)) for step in range(4000)]
+    share = modes.count("standard") / len(modes)
+    assert abs(share - 0.77) < 0.03
+    assert all(ct_stage.mode_of_step(0, s, (0, 0, 1)) == "causal" for s in range(50))
+
+
+def test_interventions_api(two_stage_run):
+    workdir, _ = two_stage_run
+    model = interventions.CTVAE.load(workdir)
+    dataset = registry.get_dataset("shapes3d_synth")
+    x, y = dataset.images(np.array([0, 1]))
+    chain = interventions.apply_action(model, x, action=5, times=3)
+    assert chain.shape == (4, 64, 64, 3) and chain.dtype == np.uint8
+    probs = interventions.infer_action(model, x, y)
+    assert probs.shape == (12,) and abs(probs.sum() - 1) < 1e-5
+    assert interventions.infer_action(model, dataset.images(np.arange(3)), dataset.images(np.arange(3))).shape == (3, 12)
+    with pytest.raises(ValueError, match="out of range.*12 actions"):
+        interventions.apply_action(model, x, action=12)
+    with pytest.raises(ValueError, match="must be uint8"):
+        interventions.infer_action(model, x.astype(np.float32), y)
+    with pytest.raises(ValueError, match=r"\[H, W, ch\] = \[64, 64, 3\]"):
+        interventions.infer_action(model, x[:32], y[:32])
+
+
+def test_stage_two_without_stage_one_is_a_clear_error(tmp_path):
+    config = tiny_config()
+    config.stages = ("ct",)
+    with pytest.raises(stages.InvalidRunError, match="no stage-1 .*checkpoint"):
+        stages.validate(config, tmp_path, stages.make_data_mesh())
+
+
+def test_stage_one_checkpoint_of_another_architecture(two_stage_run, tmp_path):
+    workdir, _ = two_stage_run
+    config = tiny_config()
+    config.stages = ("ct",)
+    config.ct.mcqvae_workdir = str(workdir)
+    config.mcqvae.model.num_codes = 16
+    with pytest.raises(stages.InvalidRunError, match="incompatible config.*num_codes"):
+        stages.validate(config, tmp_path, stages.make_data_mesh())
+
+
+def test_bad_ct_config_values(tmp_path):
+    config = tiny_config()
+    config.ct.objective.mode_proportions = (1.0, 0.0)
+    with pytest.raises(stages.InvalidRunError, match="mode_proportions"):
+        stages.validate(config, tmp_path, stages.make_data_mesh())
+    config = tiny_config()
+    config.ct.model.noise = "gaussian"
+    with pytest.raises(stages.InvalidRunError, match="noise must be one of"):
+        stages.validate(config, tmp_path, stages.make_data_mesh())

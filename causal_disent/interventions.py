@@ -67,7 +67,7 @@ class CTVAE:
             transition=transition,
             transition_params=jax.device_get(transition_params),
             image_shape=tuple(dataset.image_shape),
-            latent_shape=latent_shape(config, dataset.image_shape),
+            latent_shape=mcqvae.code_grid_shape(dataset.image_shape),
             action_names=tuple(transitions.action_names(dataset.factor_names)),
         )
 
@@ -80,12 +80,6 @@ class CTVAE:
         grid = codes.reshape(codes.shape[0], *self.latent_shape)
         images = _decode(self.mcqvae, self.mcqvae_params, grid)
         return np.asarray(jnp.round(jnp.clip(images, 0, 1) * 255)).astype(np.uint8)
-
-
-def latent_shape(config, image_shape) -> tuple[int, int, int]:
-    model = config.mcqvae.model
-    downsampling = 2 ** len(model.downsample_widths)
-    return (model.num_codebooks, image_shape[0] // downsampling, image_shape[1] // downsampling)
 
 
 def apply_action(

@@ -57,7 +57,7 @@ def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, me
     right), decoded_mse (decoded predicted codes vs the image Y) and, as its floor,
     reconstruction_mse (decoded true Y codes vs Y).
     """
-    latent = (mcqvae.num_codebooks, *_grid_size(dataset, mcqvae))
+    latent = mcqvae.code_grid_shape(dataset.image_shape)
 
     @functools.partial(jax.jit, out_shardings=replicated(mesh))
     def score(params, mcq_params, x_codes, y_codes, action, y_images, rng):
@@ -115,7 +115,7 @@ def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, sample
     ctvae = interventions.CTVAE(
         mcqvae=mcqvae, mcqvae_params=jax.device_get(mcqvae_params), transition=model,
         transition_params=jax.device_get(params), image_shape=tuple(dataset.image_shape),
-        latent_shape=(mcqvae.num_codebooks, *_grid_size(dataset, mcqvae)),
+        latent_shape=mcqvae.code_grid_shape(dataset.image_shape),
         action_names=tuple(transitions.action_names(dataset.factor_names)),
     )
     # Start from a test image in the middle of every factor range, so that both
@@ -170,11 +170,6 @@ def _save_structure(ctvae, images, rng, figures_dir: Path) -> None:
     fig.tight_layout()
     fig.savefig(figures_dir / "ct_structure_adjacency.png", dpi=100)
     plt.close(fig)
-
-
-def _grid_size(dataset, mcqvae) -> tuple[int, int]:
-    downsampling = 2 ** len(mcqvae.downsample_widths)
-    return dataset.image_shape[0] // downsampling, dataset.image_shape[1] // downsampling
 
 
 def _local_slice(batch_size: int) -> slice:

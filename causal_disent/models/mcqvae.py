@@ -56,6 +56,12 @@ class MCQVAE(nn.Module):
         chex.assert_equal_shape([reconstruction, images])
         return {"latents": latents, "reconstruction": reconstruction, **quantized}
 
+    def code_grid_shape(self, image_shape) -> tuple[int, int, int]:
+        """(C, h, w) of the codes of an image of `image_shape` [H, W, ch]; the CT layer
+        has N = C·h·w nodes."""
+        downsampling = 2 ** len(self.downsample_widths)
+        return (self.num_codebooks, image_shape[0] // downsampling, image_shape[1] // downsampling)
+
     def encode_codes(self, images: jax.Array) -> jax.Array:
         """images [B, H, W, ch] -> codes [B, C, h, w]."""
         return self.quantizer(self.encoder(images))["codes"]

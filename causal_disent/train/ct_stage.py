@@ -9,6 +9,7 @@ computed for the MCQ-VAE and its parameters are not in the optimiser.
 """
 
 import functools
+import math
 from pathlib import Path
 
 import jax
@@ -19,6 +20,7 @@ import optax
 from absl import logging
 from jax.sharding import Mesh
 
+from causal_disent import models
 from causal_disent.data import registry, splits, transitions
 from causal_disent.data.pipeline import prefetched
 from causal_disent.evaluation import ct_evaluation
@@ -26,7 +28,7 @@ from causal_disent.models.ct_layer import NOISE_MODES, CausalTransition
 from causal_disent.models.transition_gnn import BACKENDS
 from causal_disent.objectives import ct as ct_objectives
 from causal_disent.objectives.mcqvae import images_to_unit_range
-from causal_disent.train import mcqvae_stage, reporting
+from causal_disent.train import mcqvae_stage, reporting, resume
 from causal_disent.train.checkpoint import CheckpointError, StageCheckpoints
 from causal_disent.train.loop import fit
 from causal_disent.train.sharding import (
@@ -41,17 +43,12 @@ STAGE = "ct"
 MODE_NAMES = tuple(ct_objectives.MODES)  # ("standard", "action", "causal")
 
 
-def num_nodes(config: ml_collections.ConfigDict, image_shape) -> int:
-    """N = C · h · w of the stage-1 latent grid."""
-    model = config.mcqvae.model
-    downsampling = 2 ** len(model.downsample_widths)
-    return model.num_codebooks * (image_shape[0] // downsampling) * (image_shape[1] // downsampling)
-
-
 def build_model(config: ml_collections.ConfigDict, dataset) -> CausalTransition:
+    """The CT layer over the N = C·h·w codes of the config's MCQ-VAE."""
     m = config.ct.model
+    mcqvae = models.build_mcqvae(config.mcqvae.model, out_channels=dataset.image_shape[-1])
     return CausalTransition(
-        num_nodes=num_nodes(config, dataset.image_shape),
+        num_nodes=math.prod(mcqvae.code_grid_shape(dataset.image_shape)),
         num_codes=config.mcqvae.model.num_codes,
         num_actions=2 * len(dataset.factor_sizes),
         graph_hidden=m.graph_hidden,
@@ -173,23 +170,13 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         save_every_steps=cfg.train.checkpoint_every_steps,
         max_to_keep=cfg.train.max_checkpoints_to_keep,
     )
-    state = checkpoints.restore_latest(mcqvae_stage.placed_like(jax.eval_shape(create_state), mesh))
-    if state is None:
-        state = jax.jit(create_state, out_shardings=replicated(mesh))()
-        first_step = 0
-        logging.info(
-            "[%s] %d parameters, %d nodes, %d actions; training %d steps", STAGE,
-            sum(p.size for p in jax.tree.leaves(state.params)), model.num_nodes,
-            model.num_actions, total_steps,
-        )
-    else:
-        first_step = int(jax.device_get(state.step))
-        finished = reporting.read_results(workdir).get(STAGE, {})
-        if first_step >= total_steps and finished.get("steps") == first_step:
-            checkpoints.close()
-            logging.info("[%s] already complete at step %d; skipped", STAGE, first_step)
-            return finished
-        logging.info("[%s] resumed from step %d of %d", STAGE, first_step, total_steps)
+    state, first_step, finished = resume.start_or_resume(
+        stage=STAGE, workdir=workdir, checkpoints=checkpoints, create_state=create_state,
+        mesh=mesh, total_steps=total_steps,
+    )
+    if finished is not None:
+        checkpoints.close()
+        return finished
 
     if first_step < total_steps:
         mode_steps = {
@@ -262,16 +249,13 @@ def load_trained(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh, d
     """The CT layer and its trained parameters from `workdir`'s latest checkpoint."""
     model = build_model(config, dataset)
     checkpoints = StageCheckpoints(workdir, STAGE, signature(config), 1, 1)
-    try:
-        if checkpoints.latest_step() is None:
-            raise CheckpointError(
-                f"no stage-2 (ct) checkpoint in {checkpoints.directory}: train the CT "
-                f"layer first (config.stages includes 'ct')"
-            )
-        abstract = jax.eval_shape(
-            functools.partial(_create_state, model, jax.random.key(0), optax.constant_schedule(0.0))
-        )
-        state = checkpoints.restore_latest(mcqvae_stage.placed_like(abstract, mesh))
-    finally:
+    if checkpoints.latest_step() is None:
         checkpoints.close()
-    return model, state.params
+        raise CheckpointError(
+            f"no stage-2 (ct) checkpoint in {checkpoints.directory}: train the CT "
+            f"layer first (config.stages includes 'ct')"
+        )
+    create_state = functools.partial(
+        _create_state, model, jax.random.key(0), optax.constant_schedule(0.0)
+    )
+    return model, resume.restore_params(checkpoints, create_state, mesh)

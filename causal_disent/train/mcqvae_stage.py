@@ -14,7 +14,7 @@ from causal_disent import models
 from causal_disent.data import pipeline, registry, splits
 from causal_disent.evaluation import reconstruction
 from causal_disent.objectives.mcqvae import images_to_unit_range, mcqvae_loss
-from causal_disent.train import reporting
+from causal_disent.train import reporting, resume
 from causal_disent.train.checkpoint import (
     CheckpointError,
     StageCheckpoints,
@@ -87,21 +87,13 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         save_every_steps=cfg.train.checkpoint_every_steps,
         max_to_keep=cfg.train.max_checkpoints_to_keep,
     )
-    state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
-    if state is None:
-        state = jax.jit(create_state, out_shardings=replicated(mesh))()
-        first_step = 0
-        logging.info("[%s] %d parameters; training %d steps (%d per epoch)", STAGE,
-                     sum(p.size for p in jax.tree.leaves(state.params)), total_steps,
-                     batcher.steps_per_epoch)
-    else:
-        first_step = int(jax.device_get(state.step))
-        finished = reporting.read_results(workdir).get(STAGE, {})
-        if first_step >= total_steps and finished.get("steps") == first_step:
-            checkpoints.close()
-            logging.info("[%s] already complete at step %d; skipped", STAGE, first_step)
-            return finished
-        logging.info("[%s] resumed from step %d of %d", STAGE, first_step, total_steps)
+    state, first_step, finished = resume.start_or_resume(
+        stage=STAGE, workdir=workdir, checkpoints=checkpoints, create_state=create_state,
+        mesh=mesh, total_steps=total_steps,
+    )
+    if finished is not None:
+        checkpoints.close()
+        return finished
 
     if first_step < total_steps:
         jitted_step = jax.jit(
@@ -153,16 +145,12 @@ def load_trained(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh, d
     it was made with another architecture."""
     model = models.build_mcqvae(config.mcqvae.model, out_channels=dataset.image_shape[-1])
     check_trained(config, workdir)
+    create_state = functools.partial(
+        _create_state, model, dataset.image_shape, jax.random.key(0),
+        optax.constant_schedule(0.0),
+    )
     checkpoints = StageCheckpoints(workdir, STAGE, signature(config), 1, 1)
-    try:
-        abstract = jax.eval_shape(
-            functools.partial(_create_state, model, dataset.image_shape, jax.random.key(0),
-                              optax.constant_schedule(0.0))
-        )
-        state = checkpoints.restore_latest(placed_like(abstract, mesh))
-    finally:
-        checkpoints.close()
-    return model, state.params
+    return model, resume.restore_params(checkpoints, create_state, mesh)
 
 
 def check_trained(config: ml_collections.ConfigDict, workdir: Path) -> None:
@@ -176,11 +164,3 @@ def check_trained(config: ml_collections.ConfigDict, workdir: Path) -> None:
             f"finished stage-1 run"
         )
     check_workdir_compatible(workdir, STAGE, signature(config))
-
-
-def placed_like(abstract_state, mesh: Mesh):
-    """Abstract arrays that restore replicated over `mesh`."""
-    sharding = replicated(mesh)
-    return jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), abstract_state
-    )

@@ -1,0 +1,62 @@
+"""Starting a stage fresh, resuming it, or skipping it when it is finished; and
+restoring a finished stage's parameters for the next one."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+from absl import logging
+from jax.sharding import Mesh
+
+from causal_disent.train import reporting
+from causal_disent.train.checkpoint import StageCheckpoints
+from causal_disent.train.sharding import replicated
+
+
+def placed_like(abstract_state, mesh: Mesh):
+    """Abstract arrays that restore replicated over `mesh`."""
+    sharding = replicated(mesh)
+    return jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), abstract_state
+    )
+
+
+def start_or_resume(
+    *,
+    stage: str,
+    workdir: Path,
+    checkpoints: StageCheckpoints,
+    create_state: Callable,
+    mesh: Mesh,
+    total_steps: int,
+):
+    """Returns (state, first_step, finished_results).
+
+    The state is the latest checkpoint's, or a fresh one from `create_state` (jitted,
+    replicated over `mesh`). `finished_results` is the stage's entry of results.json
+    when the checkpoint is already at `total_steps` and was evaluated, else None.
+    """
+    state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
+    if state is None:
+        state = jax.jit(create_state, out_shardings=replicated(mesh))()
+        logging.info(
+            "[%s] %d parameters; training %d steps", stage,
+            sum(p.size for p in jax.tree.leaves(state.params)), total_steps,
+        )
+        return state, 0, None
+    first_step = int(jax.device_get(state.step))
+    finished = reporting.read_results(workdir).get(stage, {})
+    if first_step >= total_steps and finished.get("steps") == first_step:
+        logging.info("[%s] already complete at step %d; skipped", stage, first_step)
+        return state, first_step, finished
+    logging.info("[%s] resumed from step %d of %d", stage, first_step, total_steps)
+    return state, first_step, None
+
+
+def restore_params(checkpoints: StageCheckpoints, create_state: Callable, mesh: Mesh):
+    """The parameters of the latest checkpoint (which must exist), replicated."""
+    try:
+        state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
+    finally:
+        checkpoints.close()
+    return state.params

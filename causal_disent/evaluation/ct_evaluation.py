@@ -17,7 +17,7 @@ from causal_disent.data import transitions  # noqa: E402
 from causal_disent.evaluation.figures import image_grid, save_png  # noqa: E402
 from causal_disent.objectives import ct as ct_objectives  # noqa: E402
 from causal_disent.objectives.mcqvae import images_to_unit_range  # noqa: E402
-from causal_disent.train.sharding import global_batch, replicated  # noqa: E402
+from causal_disent.train.sharding import global_batch, process_slice, replicated  # noqa: E402
 
 
 def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) -> dict:
@@ -83,7 +83,7 @@ def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, me
     collected = []
     for start in range(0, num_pairs, batch_size):
         index = np.arange(start, start + batch_size) % num_pairs  # pad by wrapping
-        local = _local_slice(batch_size)
+        local = process_slice(batch_size)
         host = {
             "x": dataset.images(pairs["x_index"][index][local]),
             "y": dataset.images(pairs["y_index"][index][local]),
@@ -109,7 +109,7 @@ def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, me
     return results
 
 
-def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, sampler, rng,
+def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, rng,
                  figures_dir: Path, times: int = 5, num_structure_images: int = 64) -> None:
     """Writes ct_interventions.png (paper Fig. 5) and ct_structure_*.png (Fig. 6)."""
     ctvae = interventions.CTVAE(
@@ -118,7 +118,7 @@ def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, sample
         latent_shape=mcqvae.code_grid_shape(dataset.image_shape),
         action_names=tuple(transitions.action_names(dataset.factor_names)),
     )
-    # Start from a test image in the middle of every factor range, so that both
+    # Start from the image with every factor in the middle of its range, so that both
     # directions of every action have room to move.
     middle = np.array([size // 2 for size in dataset.factor_sizes])[None]
     start = dataset.images(dataset.factors_to_index(middle))[0]
@@ -170,8 +170,3 @@ def _save_structure(ctvae, images, rng, figures_dir: Path) -> None:
     fig.tight_layout()
     fig.savefig(figures_dir / "ct_structure_adjacency.png", dpi=100)
     plt.close(fig)
-
-
-def _local_slice(batch_size: int) -> slice:
-    count, index = jax.process_count(), jax.process_index()
-    return slice(index * batch_size // count, (index + 1) * batch_size // count)

@@ -9,7 +9,12 @@ from jax.sharding import Mesh
 
 from causal_disent.evaluation.figures import image_grid, save_png, to_uint8
 from causal_disent.objectives.mcqvae import images_to_unit_range, psnr_from_mse
-from causal_disent.train.sharding import batch_sharded, global_batch, replicated
+from causal_disent.train.sharding import (
+    batch_sharded,
+    global_batch,
+    process_slice,
+    replicated,
+)
 
 
 def evaluate_reconstruction(
@@ -23,7 +28,6 @@ def evaluate_reconstruction(
       PSNRs; codebook_perplexity and codebook_usage [C] over all evaluated codes.
     """
     num_codes = model.num_codes
-    process_count, process_index = jax.process_count(), jax.process_index()
 
     @functools.partial(
         jax.jit,
@@ -49,10 +53,7 @@ def evaluate_reconstruction(
         valid[: len(chunk)] = 1.0
         # Pad the last batch with its first image; padding is masked out of the sums.
         padded = np.concatenate([chunk, np.full(batch_size - len(chunk), chunk[0])])
-        local = slice(
-            process_index * batch_size // process_count,
-            (process_index + 1) * batch_size // process_count,
-        )
+        local = process_slice(batch_size)
         local_batch = {"image": dataset.images(padded[local]), "valid": valid[local]}
         batch = global_batch(local_batch, mesh)
         sums = jax.device_get(batch_sums(params, batch["image"], batch["valid"]))

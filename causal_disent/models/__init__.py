@@ -1,7 +1,9 @@
-"""Pure Flax modules. `build_mcqvae` turns a model config into a module."""
+"""Pure Flax modules. `build_mcqvae` and `build_ct_layer` turn model configs into
+modules."""
 
 import ml_collections
 
+from causal_disent.models.ct_layer import CausalTransition
 from causal_disent.models.mcqvae import MCQVAE
 
 
@@ -17,4 +19,22 @@ def build_mcqvae(model_config: ml_collections.ConfigDict, out_channels: int) -> 
         num_codes=model_config.num_codes,
         out_channels=out_channels,
         commitment_cost=model_config.commitment_cost,
+    )
+
+
+def build_ct_layer(
+    model_config: ml_collections.ConfigDict, num_nodes: int, num_codes: int, num_actions: int
+) -> CausalTransition:
+    """The CT layer described by `config.ct.model` over N nodes of K codes, A actions."""
+    return CausalTransition(
+        num_nodes=num_nodes,
+        num_codes=num_codes,
+        num_actions=num_actions,
+        graph_hidden=model_config.graph_hidden,
+        gnn_hidden=model_config.gnn_hidden,
+        gnn_layers=model_config.gnn_layers,
+        position_dropout=model_config.position_dropout,
+        noise=model_config.noise,
+        gnn_backend=model_config.gnn_backend,
+        gnn_root_weight=model_config.gnn_root_weight,
     )

@@ -10,8 +10,12 @@ over that graph to predict the codes of Y. Conventions used everywhere:
   * nodes are ordered codebook-major, then row, then column.
 
 Differences from the authors' code (we follow the paper): the action node sends to
-every latent node (theirs only received edges, so the action had no effect), and
-the graph KL is the Bernoulli KL of Eq. 11–13 (see objectives/ct.py).
+every latent node (theirs only received edges, so the action had no effect), the
+graph KL is the Bernoulli KL of Eq. 11–13 (see objectives/ct.py), and M_ij = 1 means
+j is a parent of i (theirs is the transpose). Our own choices, each stated where it
+is made: the positional embedding is scaled to unit norm so it does not drown the
+one-hot code, and `gnn_root_weight` optionally adds a skip term to every attention
+layer (off by default, as in the authors' GATv2).
 """
 
 import chex

@@ -35,6 +35,7 @@ from causal_disent.train.sharding import (
     batch_sharded,
     check_batch_divisible,
     global_batch,
+    process_slice,
     replicated,
 )
 from causal_disent.train.state import TrainState, per_epoch_exponential_decay, train_step
@@ -44,20 +45,13 @@ MODE_NAMES = tuple(ct_objectives.MODES)  # ("standard", "action", "causal")
 
 
 def build_model(config: ml_collections.ConfigDict, dataset) -> CausalTransition:
-    """The CT layer over the N = C·h·w codes of the config's MCQ-VAE."""
-    m = config.ct.model
+    """The CT layer over the N = C·h·w codes of the config's MCQ-VAE, 2F actions."""
     mcqvae = models.build_mcqvae(config.mcqvae.model, out_channels=dataset.image_shape[-1])
-    return CausalTransition(
+    return models.build_ct_layer(
+        config.ct.model,
         num_nodes=math.prod(mcqvae.code_grid_shape(dataset.image_shape)),
         num_codes=config.mcqvae.model.num_codes,
         num_actions=2 * len(dataset.factor_sizes),
-        graph_hidden=m.graph_hidden,
-        gnn_hidden=m.gnn_hidden,
-        gnn_layers=m.gnn_layers,
-        position_dropout=m.position_dropout,
-        noise=m.noise,
-        gnn_backend=m.gnn_backend,
-        gnn_root_weight=m.gnn_root_weight,
     )
 
 
@@ -109,8 +103,7 @@ def mode_of_step(seed: int, step: int, proportions) -> str:
 def transition_batches(dataset, sampler, split_name, batch_size, seed, proportions,
                        first_step, last_step, prefetch):
     """Host batches {x, y: uint8 images, action, mode} of this host's slice."""
-    count, index = jax.process_count(), jax.process_index()
-    local = slice(index * batch_size // count, (index + 1) * batch_size // count)
+    local = process_slice(batch_size)
 
     def render(step):
         pairs = sampler.batch(split_name, step, batch_size)
@@ -227,7 +220,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     if jax.process_index() == 0:
         ct_evaluation.save_figures(
             model=model, params=state.params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
-            dataset=dataset, split=split, sampler=sampler, rng=eval_rng,
+            dataset=dataset, split=split, rng=eval_rng,
             figures_dir=workdir / "figures",
         )
     reporting.update_results(workdir, STAGE, results)

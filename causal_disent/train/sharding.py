@@ -40,3 +40,9 @@ def global_batch(local_batch, mesh: Mesh):
     return jax.tree.map(
         lambda x: jax.make_array_from_process_local_data(sharding, x), local_batch
     )
+
+
+def process_slice(global_batch_size: int) -> slice:
+    """This host's contiguous share of a global batch (what `global_batch` expects)."""
+    count, index = jax.process_count(), jax.process_index()
+    return slice(index * global_batch_size // count, (index + 1) * global_batch_size // count)

@@ -1,8 +1,8 @@
 """Run in a fresh process with 8 forced CPU devices (see test_multidevice.py).
 
-Trains the tiny MCQ-VAE for three steps on a mesh of 1 device and on a mesh of 8
-devices from the same initial state and global batches, and prints the largest
-differences in losses and parameters as JSON.
+Trains the tiny MCQ-VAE for three steps, and the tiny CT layer for one step of each
+mode, on a mesh of 1 device and on a mesh of 8 devices from the same initial state,
+global batches and seeds, and prints the largest differences as JSON.
 """
 
 import functools
@@ -17,20 +17,21 @@ import optax  # noqa: E402
 
 from causal_disent import models  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
+from causal_disent.models.ct_layer import CausalTransition  # noqa: E402
+from causal_disent.objectives import ct  # noqa: E402
 from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
 from causal_disent.train import sharding  # noqa: E402
 from causal_disent.train.state import TrainState, train_step  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402
 
 
-def train_three_steps(mesh, model, batches):
-    params = model.init(jax.random.key(0), np.zeros((1, 64, 64, 3), np.float32))["params"]
+def train_steps(mesh, params, loss_fn, batches):
     state = jax.device_put(
-        TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(1e-3)),
+        TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3)),
         sharding.replicated(mesh),
     )
     step = jax.jit(
-        functools.partial(train_step, loss_fn=functools.partial(mcqvae_loss, model=model)),
+        functools.partial(train_step, loss_fn=loss_fn),
         in_shardings=(sharding.replicated(mesh), sharding.batch_sharded(mesh), sharding.replicated(mesh)),
         out_shardings=(sharding.replicated(mesh), sharding.replicated(mesh)),
     )
@@ -41,16 +42,40 @@ def train_three_steps(mesh, model, batches):
     return np.array(losses), jax.device_get(state.params)
 
 
+def max_difference(a, b):
+    return max(float(np.max(np.abs(x - y))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+def compare_ct_modes():
+    """One step of each CT mode; returns the largest loss and parameter differences."""
+    model = CausalTransition(num_nodes=16, num_codes=8, num_actions=4, graph_hidden=8, gnn_hidden=8)
+    rng = np.random.default_rng(0)
+    batch = {
+        "x_codes": rng.integers(0, 8, (16, 16)).astype(np.int32),
+        "y_codes": rng.integers(0, 8, (16, 16)).astype(np.int32),
+        "action": rng.integers(0, 4, 16).astype(np.int32),
+    }
+    params = model.init({"params": jax.random.key(0), "gumbel": jax.random.key(1)},
+                        batch["x_codes"], batch["action"])["params"]
+    differences = {}
+    for mode, loss in ct.MODES.items():
+        loss_fn = functools.partial(loss, model=model, weights=ct.default_weights())
+        one = train_steps(sharding.make_data_mesh(jax.devices()[:1]), params, loss_fn, [batch])
+        eight = train_steps(sharding.make_data_mesh(), params, loss_fn, [batch])
+        differences[mode] = max(float(np.max(np.abs(one[0] - eight[0]))), max_difference(one[1], eight[1]))
+    return differences
+
+
 def main():
     assert jax.device_count() == 8
     model = models.build_mcqvae(tiny_config().mcqvae.model, out_channels=3)
+    params = model.init(jax.random.key(0), np.zeros((1, 64, 64, 3), np.float32))["params"]
+    loss_fn = functools.partial(mcqvae_loss, model=model)
     dataset = registry.get_dataset("shapes3d_synth")
     batches = [{"image": dataset.images(np.arange(16) * 997 + s)} for s in range(3)]
-    one_loss, one_params = train_three_steps(sharding.make_data_mesh(jax.devices()[:1]), model, batches)
-    all_loss, all_params = train_three_steps(sharding.make_data_mesh(), model, batches)
-    param_diff = max(
-        float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(one_params), jax.tree.leaves(all_params))
-    )
+    one_loss, one_params = train_steps(sharding.make_data_mesh(jax.devices()[:1]), params, loss_fn, batches)
+    all_loss, all_params = train_steps(sharding.make_data_mesh(), params, loss_fn, batches)
+    param_diff = max_difference(one_params, all_params)
     try:
         sharding.check_batch_divisible(12, sharding.make_data_mesh(), "mcqvae.optim.batch_size")
         error = None
@@ -60,6 +85,7 @@ def main():
         "losses_1": one_loss.tolist(), "losses_8": all_loss.tolist(),
         "max_loss_diff": float(np.max(np.abs(one_loss - all_loss))),
         "max_param_diff": param_diff, "indivisible_batch_error": error,
+        "ct_max_diff_per_mode": compare_ct_modes(),
     }))
 
 

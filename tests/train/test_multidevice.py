@@ -1,4 +1,5 @@
-"""1 device vs 8 forced CPU devices: same global batch, same result."""
+"""1 device vs 8 forced CPU devices: same global batch, same result (stage 1 and
+every stage-2 mode)."""
 
 import json
 import os
@@ -21,3 +22,5 @@ def test_eight_devices_match_one_device():
     assert report["max_loss_diff"] < 1e-5, report
     assert report["max_param_diff"] < 1e-5, report
     assert "not divisible by the 8 devices" in report["indivisible_batch_error"]
+    assert set(report["ct_max_diff_per_mode"]) == {"standard", "action", "causal"}
+    assert max(report["ct_max_diff_per_mode"].values()) < 1e-4, report

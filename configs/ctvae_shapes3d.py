@@ -2,9 +2,12 @@ r"""CT-VAE on Shapes3D: stage 1 (MCQ-VAE) then stage 2 (causal-transition layer)
 
 Run (paper sizes, embedded procedural data, no download):
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py --workdir=W
-Run the variant sized for a 2-core CPU (stage 1 in under 10 minutes, test PSNR
-above 24 dB on shapes3d_synth):
+Run the variant sized for a 2-core CPU:
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py:small --workdir=W
+Measured on 2 cores: stage 1 in 8 minutes to a test PSNR of 25.2 dB; both stages
+in 58.5 minutes to a test action accuracy of 0.51 and factor accuracy of 0.63
+(chance 0.083 / 0.167; hue actions near 1.0, geometry actions still learning).
+The paper reports 0.83 / 0.90 on the real Shapes3D with the base config.
 Smoke-test an installation in about a minute (tiny networks, a few steps; also what
 the tests run):
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py:tiny --workdir=W

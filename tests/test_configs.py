@@ -1,7 +1,6 @@
 """Every config file and variant loads and passes validation (nothing compiles)."""
 
 import importlib
-from pathlib import Path
 
 import pytest
 

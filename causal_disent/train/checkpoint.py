@@ -11,7 +11,6 @@ inside a restore.
 import json
 from pathlib import Path
 
-import jax
 import orbax.checkpoint as ocp
 
 

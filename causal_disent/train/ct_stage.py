@@ -207,7 +207,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
             global_batch_size=cfg.optim.batch_size, checkpoints=checkpoints,
             writer=reporting.MetricsWriter(workdir),
             log_every_steps=cfg.train.log_every_steps,
-            learning_rate_fn=lambda step: float(schedule(step)),
+            learning_rate_fn=schedule,
         )
     checkpoints.close()
 

@@ -3,7 +3,10 @@
 from collections.abc import Callable, Iterable
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from absl import logging
+
 from causal_disent.train.checkpoint import StageCheckpoints
 from causal_disent.train.reporting import MetricsWriter, Progress
 
@@ -20,7 +23,7 @@ def fit(
     checkpoints: StageCheckpoints,
     writer: MetricsWriter,
     log_every_steps: int,
-    learning_rate_fn: Callable[[int], float] | None = None,
+    learning_rate_fn: Callable | None = None,  # an optax schedule of the step
 ):
     """Runs `step_fn(state, local_batch) -> (state, metrics)` from `first_step` to
     `last_step`, logging and checkpointing on the way; returns the final state.
@@ -36,21 +39,19 @@ def fit(
         for step, local_batch in zip(range(first_step, last_step), local_batches):
             state, metrics = step_fn(state, local_batch)
             completed = step + 1
-            if learning_rate_fn is not None:
-                metrics["learning_rate"] = learning_rate_fn(step)
             pending.append((step + 1, metrics))
             if step == first_step:
                 jax.block_until_ready(state)  # compilation ends here; rates start now
                 progress.start_timing(step + 1)
             if (step + 1) % log_every_steps == 0 or step + 1 == last_step:
-                rows = jax.device_get(pending)
+                rows = _with_learning_rates(jax.device_get(pending), learning_rate_fn)
                 writer.write(stage, rows)
                 progress.log(*rows[-1])
                 pending = []
             checkpoints.save(state, step + 1)
     except KeyboardInterrupt:
         logging.warning("[%s] interrupted; saving a checkpoint before exiting", stage)
-        writer.write(stage, jax.device_get(pending))
+        writer.write(stage, _with_learning_rates(jax.device_get(pending), learning_rate_fn))
         try:
             checkpoints.save(state, completed, force=True)
             checkpoints.wait()
@@ -61,3 +62,14 @@ def fit(
     checkpoints.save(state, last_step, force=True)
     checkpoints.wait()
     return state
+
+
+def _with_learning_rates(rows: list[tuple[int, dict]], schedule: Callable | None):
+    """Adds each row's learning rate, from one vectorised call of the optax schedule
+    at log time (a per-step host call would wait on the device every step)."""
+    if schedule is None or not rows:
+        return rows
+    # Row `s` holds the metrics of the update that used the rate of step s − 1.
+    rates = np.asarray(jax.vmap(schedule)(jnp.array([step - 1 for step, _ in rows])))
+    return [(step, {**metrics, "learning_rate": float(rate)})
+            for (step, metrics), rate in zip(rows, rates)]

@@ -1,6 +1,5 @@
 """Every CT-VAE loss term on hand-made inputs with known values."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

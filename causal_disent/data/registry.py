@@ -1,14 +1,37 @@
-"""Datasets by name. A typo gets the closest known name back."""
+"""Datasets by name. A typo gets the closest known name back.
 
+Procedural datasets are rendered by the library (offline, nothing to prepare); real
+datasets are read from TFDS data prepared in `data_dir` (TFDS's default when None).
+Modules are imported on first use, so naming a procedural dataset never imports
+tensorflow-datasets.
+"""
+
+import dataclasses
 import difflib
-from collections.abc import Callable
+import importlib
 
-from causal_disent.data.shapes3d_synth import Shapes3DSynth
 
-# name -> constructor; each returns an object with the ground-truth interface
-# (factor_names, factor_sizes, factor_values, num_images, image_shape, images, ...).
-DATASETS: dict[str, Callable[[], object]] = {
-    "shapes3d_synth": Shapes3DSynth,
+@dataclasses.dataclass(frozen=True)
+class DatasetEntry:
+    module: str  # causal_disent.data.<module>
+    attribute: str  # the class in it
+    reads_data_dir: bool  # real data: the constructor takes data_dir
+
+
+DATASETS: dict[str, DatasetEntry] = {
+    # procedural
+    "shapes3d_synth": DatasetEntry("shapes3d_synth", "Shapes3DSynth", False),
+    "dsprites_synth": DatasetEntry("dsprites_synth", "DSpritesSynth", False),
+    "pendulum": DatasetEntry("pendulum", "Pendulum", False),
+    "flow": DatasetEntry("flow", "Flow", False),
+    # real, read through TFDS (see causal_disent/data/tfds_datasets.py)
+    "shapes3d": DatasetEntry("tfds_datasets", "Shapes3D", True),
+    "dsprites": DatasetEntry("tfds_datasets", "DSprites", True),
+    "smallnorb": DatasetEntry("tfds_datasets", "SmallNORB", True),
+    "cars3d": DatasetEntry("tfds_datasets", "Cars3D", True),
+    "sprites": DatasetEntry("tfds_datasets", "Sprites", True),
+    # attributes, not a factor grid: transitions are one-attribute pairs
+    "celeb_a": DatasetEntry("tfds_datasets", "CelebA64", True),
 }
 
 
@@ -23,6 +46,16 @@ def check_dataset_name(name: str) -> None:
     )
 
 
-def get_dataset(name: str):
+def get_dataset(name: str, data_dir: str | None = None):
+    """The dataset called `name`; `data_dir` is where real datasets are read from."""
     check_dataset_name(name)
-    return DATASETS[name]()
+    entry = DATASETS[name]
+    constructor = getattr(
+        importlib.import_module(f"causal_disent.data.{entry.module}"), entry.attribute
+    )
+    return constructor(data_dir=data_dir) if entry.reads_data_dir else constructor()
+
+
+def dataset_from_config(data_config):
+    """The dataset of a config's `data` section (`name`, optional `data_dir`)."""
+    return get_dataset(data_config.name, data_dir=data_config.get("data_dir") or None)

@@ -15,18 +15,16 @@ brightest channel of every pixel equals round(255 * shading) whatever the hues;
 this is what makes distinct geometries provably give distinct images.
 
 Make a contact sheet (one row per factor):
-  python -m causal_disent.data.shapes3d_synth --contact_sheet=docs/sheet.png
+  python -m causal_disent.data.show shapes3d_synth --out=docs/sheet.png
 """
 
 from __future__ import annotations
 
-import argparse
 import threading
-from collections.abc import Sequence
 
 import numpy as np
 
-from causal_disent.evaluation.figures import image_grid, save_png
+from causal_disent.data.base import FactorDataset
 
 FACTOR_NAMES = ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation")
 FACTOR_SIZES = (10, 10, 10, 8, 4, 15)
@@ -390,7 +388,7 @@ def compute_geometry_templates() -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- #
 # Dataset
 # --------------------------------------------------------------------------- #
-class Shapes3DSynth:
+class Shapes3DSynth(FactorDataset):
     """Procedural stand-in for Shapes3D with the official factors and ordering.
 
     Images are rendered on demand from 480 geometry templates built on first use
@@ -400,12 +398,12 @@ class Shapes3DSynth:
 
     name = "shapes3d_synth"
     image_shape = (_IMAGE_SIZE, _IMAGE_SIZE, 3)
+    factor_names = FACTOR_NAMES
+    factor_sizes = FACTOR_SIZES
 
     def __init__(self) -> None:
-        self.factor_names: tuple[str, ...] = FACTOR_NAMES
-        self.factor_sizes: tuple[int, ...] = FACTOR_SIZES
         hue_values = np.arange(10) / 10.0
-        self.factor_values: tuple[np.ndarray, ...] = (
+        self.factor_values = (
             hue_values,
             hue_values.copy(),
             hue_values.copy(),
@@ -413,10 +411,7 @@ class Shapes3DSynth:
             np.arange(4, dtype=np.float64),
             np.linspace(-30.0, 30.0, 15),
         )
-        self.num_images: int = int(np.prod(FACTOR_SIZES))
-        self._strides = np.array(
-            [int(np.prod(FACTOR_SIZES[i + 1 :])) for i in range(len(FACTOR_SIZES))], np.int64
-        )
+        super().__init__()
         self._templates: tuple[np.ndarray, np.ndarray] | None = None
         # Input pipelines render from background threads: build templates once.
         self._templates_lock = threading.Lock()
@@ -441,61 +436,14 @@ class Shapes3DSynth:
                 self._templates = (labels, shading)
         return self._templates
 
-    # -- indexing ----------------------------------------------------------- #
-    def factors_to_index(self, factors: np.ndarray) -> np.ndarray:
-        """Flat indices of factor-index tuples.
-
-        Args:
-          factors: [B, 6] integer factor indices, columns in FACTOR_NAMES order.
-        Returns:
-          [B] int64 indices in [0, 480000), orientation varying fastest.
-        """
-        factors = self._check_factors(factors)
-        return factors @ self._strides
-
-    def index_to_factors(self, index: np.ndarray) -> np.ndarray:
-        """Factor-index tuples of flat indices.
-
-        Args:
-          index: [B] integer flat indices in [0, 480000).
-        Returns:
-          [B, 6] int64 factor indices, columns in FACTOR_NAMES order.
-        """
-        index = self._check_index(index)
-        sizes = np.array(FACTOR_SIZES, np.int64)
-        return (index[:, None] // self._strides) % sizes
-
-    def sample_factors(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """n factor-index tuples drawn uniformly and independently: [n, 6] int64."""
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be a non-negative integer, got {n!r}")
-        sizes = np.array(FACTOR_SIZES)
-        return rng.integers(0, sizes, size=(int(n), len(sizes)), dtype=np.int64)
-
     # -- rendering ---------------------------------------------------------- #
     def render(self, factors: np.ndarray) -> np.ndarray:
-        """Images of factor-index tuples.
-
-        Args:
-          factors: [B, 6] integer factor indices, columns in FACTOR_NAMES order.
-        Returns:
-          [B, 64, 64, 3] uint8.
-        """
-        factors = self._check_factors(factors)
+        """[B, 6] factor indices (FACTOR_NAMES order) -> [B, 64, 64, 3] uint8."""
+        factors = self.check_factors(factors)
         geometry = factors[:, 3:] @ self._strides[3:]
         return self._render_parts(factors[:, :_NUM_HUE_FACTORS], geometry)
 
-    def images(self, index: np.ndarray) -> np.ndarray:
-        """Images at flat indices.
-
-        Args:
-          index: [B] integer flat indices in [0, 480000).
-        Returns:
-          [B, 64, 64, 3] uint8.
-        """
-        index = self._check_index(index)
+    def _images_at(self, index: np.ndarray) -> np.ndarray:
         geometry = index % _NUM_GEOMETRIES
         hues = (index[:, None] // self._strides[:_NUM_HUE_FACTORS]) % np.array(
             FACTOR_SIZES[:_NUM_HUE_FACTORS]
@@ -519,96 +467,3 @@ class Shapes3DSynth:
             # mode="clip" lets take write straight into `out` (codes are in range).
             np.take(palettes, codes, axis=0, out=pixels[start:stop], mode="clip")
         return pixels.reshape((batch,) + self.image_shape)
-
-    # -- validation --------------------------------------------------------- #
-    def _check_factors(self, factors: np.ndarray) -> np.ndarray:
-        factors = np.asarray(factors)
-        if factors.ndim != 2 or factors.shape[1] != len(FACTOR_SIZES):
-            raise ValueError(
-                f"factors must have shape [B, {len(FACTOR_SIZES)}] (columns {FACTOR_NAMES}), "
-                f"got shape {factors.shape}"
-            )
-        _check_integer_dtype(factors, "factors")
-        factors = factors.astype(np.int64)
-        for column, (name, size) in enumerate(zip(FACTOR_NAMES, FACTOR_SIZES)):
-            bad = (factors[:, column] < 0) | (factors[:, column] >= size)
-            if bad.any():
-                raise ValueError(
-                    f"factor {name!r} (column {column}) must be in [0, {size - 1}], "
-                    f"got {factors[bad, column][0]} at row {np.flatnonzero(bad)[0]}"
-                )
-        return factors
-
-    def _check_index(self, index: np.ndarray) -> np.ndarray:
-        index = np.asarray(index)
-        if index.ndim != 1:
-            raise ValueError(f"index must have shape [B], got shape {index.shape}")
-        _check_integer_dtype(index, "index")
-        index = index.astype(np.int64)
-        bad = (index < 0) | (index >= self.num_images)
-        if bad.any():
-            raise ValueError(
-                f"index must be in [0, {self.num_images - 1}], "
-                f"got {index[bad][0]} at position {np.flatnonzero(bad)[0]}"
-            )
-        return index
-
-
-def _check_integer_dtype(array: np.ndarray, what: str) -> None:
-    # Empty lists arrive as float64; they are harmless, so let them through.
-    if array.size and not (np.issubdtype(array.dtype, np.integer) and array.dtype != np.bool_):
-        raise ValueError(f"{what} must hold integers, got dtype {array.dtype}")
-
-
-# --------------------------------------------------------------------------- #
-# Figures
-# --------------------------------------------------------------------------- #
-def contact_sheet(
-    dataset: Shapes3DSynth, base_factors: Sequence[int], upscale: int = 1, gap: int = 2
-) -> np.ndarray:
-    """One row per factor sweeping all its values, the others fixed.
-
-    Args:
-      dataset: the renderer.
-      base_factors: [6] factor indices held fixed while one factor varies.
-      upscale: nearest-neighbour magnification of every image.
-      gap: pixels between cells (before upscaling).
-    Returns:
-      [H, W, 3] uint8; rows for factors with fewer than max(sizes) values are
-      padded with blank cells.
-    """
-    base = np.asarray(base_factors)
-    if base.shape != (len(dataset.factor_sizes),):
-        raise ValueError(
-            f"base_factors must have shape [{len(dataset.factor_sizes)}], got {base.shape}"
-        )
-    dataset.factors_to_index(base[None])  # validates the ranges
-    columns = max(dataset.factor_sizes)
-    tuples = np.tile(base, (len(dataset.factor_sizes), columns, 1))
-    present = np.zeros(tuples.shape[:2], bool)
-    for row, size in enumerate(dataset.factor_sizes):
-        tuples[row, :size, row] = np.arange(size)
-        present[row, :size] = True
-    images = dataset.render(tuples.reshape(-1, len(dataset.factor_sizes)))
-    images = images.reshape(tuples.shape[:2] + images.shape[1:])
-    sheet = image_grid(images, present, pad=gap)
-    return sheet.repeat(upscale, axis=0).repeat(upscale, axis=1)
-
-
-def _main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--contact_sheet", required=True, help="output PNG path")
-    parser.add_argument(
-        "--base_factors",
-        default="0,5,8,4,0,7",
-        help="comma-separated factor indices held fixed (default %(default)s)",
-    )
-    parser.add_argument("--upscale", type=int, default=2)
-    args = parser.parse_args(argv)
-    base = [int(v) for v in args.base_factors.split(",")]
-    save_png(contact_sheet(Shapes3DSynth(), base, upscale=args.upscale), args.contact_sheet)
-    print(f"wrote {args.contact_sheet}")
-
-
-if __name__ == "__main__":
-    _main()

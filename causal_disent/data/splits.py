@@ -39,3 +39,12 @@ def check_split_fractions(fractions: Sequence[float]) -> None:
             f"data.split_fractions must sum to 1; got {tuple(fractions)} "
             f"(sum {sum(fractions)})"
         )
+
+
+def dataset_split(dataset, fractions: Sequence[float], seed: int) -> dict[str, np.ndarray]:
+    """The dataset's published split when it has one (e.g. Pendulum's train/test),
+    else the seeded image-level split of `split_indices`."""
+    predefined = dataset.predefined_split() if hasattr(dataset, "predefined_split") else None
+    if predefined is not None:
+        return {name: np.asarray(indices, np.int64) for name, indices in predefined.items()}
+    return split_indices(dataset.num_images, fractions, seed)

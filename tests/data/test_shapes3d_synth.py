@@ -26,7 +26,6 @@ from causal_disent.data.shapes3d_synth import (
     FACTOR_SIZES,
     SHAPE_NAMES,
     Shapes3DSynth,
-    contact_sheet,
 )
 from causal_disent.evaluation.figures import save_png
 
@@ -323,24 +322,6 @@ def test_bad_sample_arguments_raise(dataset):
 # --------------------------------------------------------------------------- #
 # Figures
 # --------------------------------------------------------------------------- #
-def test_contact_sheet_layout(dataset):
-    base = [0, 5, 8, 4, 0, 7]
-    sheet = contact_sheet(dataset, base, upscale=1, gap=2)
-    assert sheet.dtype == np.uint8
-    assert sheet.shape == (6 * 66 + 2, 15 * 66 + 2, 3)
-    # Cell (row=scale, column=2) shows scale 2 with the other factors at base.
-    cell = sheet[2 + 3 * 66 : 2 + 3 * 66 + 64, 2 + 2 * 66 : 2 + 2 * 66 + 64]
-    np.testing.assert_array_equal(cell, dataset.render([[0, 5, 8, 2, 0, 7]])[0])
-    # Shape has 4 values: the rest of its row is padding.
-    assert (sheet[2 + 4 * 66 : 2 + 4 * 66 + 64, 2 + 4 * 66 :] == 255).all()
-    doubled = contact_sheet(dataset, base, upscale=2, gap=2)
-    np.testing.assert_array_equal(doubled[::2, ::2], sheet)
-    with pytest.raises(ValueError, match=r"shape \[6\]"):
-        contact_sheet(dataset, [0, 0, 0])
-    with pytest.raises(ValueError, match="'scale'"):
-        contact_sheet(dataset, [0, 0, 0, 9, 0, 0])
-
-
 def test_save_png_round_trip(tmp_path, dataset):
     image = dataset.images(np.array([12345]))[0]
     path = tmp_path / "image.png"
@@ -348,9 +329,3 @@ def test_save_png_round_trip(tmp_path, dataset):
     np.testing.assert_array_equal(np.asarray(Image.open(path)), image)
     with pytest.raises(ValueError, match="uint8"):
         save_png(image.astype(np.float32), str(path))
-
-
-def test_command_line_writes_contact_sheet(tmp_path):
-    path = tmp_path / "sheet.png"
-    s3d._main([f"--contact_sheet={path}", "--upscale=1"])
-    assert np.asarray(Image.open(path)).shape == (6 * 66 + 2, 15 * 66 + 2, 3)

@@ -1,0 +1,102 @@
+r"""Contact sheet of a factor dataset: one row per factor, that factor alone varying.
+
+  python -m causal_disent.data.show shapes3d_synth                # -> shapes3d_synth.png
+  python -m causal_disent.data.show dsprites_synth --out=sheet.png --upscale=2
+  python -m causal_disent.data.show pendulum --base_factors=40,30
+
+Factors with more values than `--max_columns` show that many evenly spaced values
+(first and last included). Binary images stored as {0, 1} are stretched to
+{0, 255} for display.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import numpy as np
+
+from causal_disent.data import registry
+from causal_disent.evaluation.figures import image_grid, save_png
+
+
+def default_base_factors(dataset) -> np.ndarray:
+    """The middle value of every factor."""
+    return np.array([size // 2 for size in dataset.factor_sizes], np.int64)
+
+
+def shown_values(size: int, max_columns: int) -> np.ndarray:
+    """Indices of the values a row shows: all, or `max_columns` evenly spaced."""
+    if size <= max_columns:
+        return np.arange(size)
+    return np.unique(np.round(np.linspace(0, size - 1, max_columns)).astype(np.int64))
+
+
+def contact_sheet(
+    dataset,
+    base_factors: Sequence[int] | None = None,
+    upscale: int = 1,
+    gap: int = 2,
+    max_columns: int = 16,
+) -> np.ndarray:
+    """[H, W, ch] uint8 sheet: row f sweeps factor f, every other factor at its base.
+
+    Args:
+      dataset: any factor dataset (`factor_sizes`, `render`).
+      base_factors: [F] factor indices held fixed (default: the middle values).
+      upscale: nearest-neighbour magnification of the sheet.
+      gap: pixels between cells (before upscaling).
+      max_columns: at most this many values per row.
+    """
+    num_factors = len(dataset.factor_sizes)
+    base = default_base_factors(dataset) if base_factors is None else np.asarray(base_factors)
+    if base.shape != (num_factors,):
+        raise ValueError(
+            f"base_factors must have {num_factors} entries (one per factor of "
+            f"{dataset.name}: {', '.join(dataset.factor_names)}), got shape {base.shape}"
+        )
+    dataset.factors_to_index(base[None])  # validates the ranges
+    rows = [shown_values(size, max_columns) for size in dataset.factor_sizes]
+    columns = max(len(values) for values in rows)
+    tuples = np.tile(base, (num_factors, columns, 1))
+    present = np.zeros((num_factors, columns), bool)
+    for factor, values in enumerate(rows):
+        tuples[factor, : len(values), factor] = values
+        present[factor, : len(values)] = True
+    images = dataset.render(tuples.reshape(-1, num_factors))
+    images = for_display(images).reshape(tuples.shape[:2] + images.shape[1:])
+    sheet = image_grid(images, present, pad=gap)
+    return sheet.repeat(upscale, axis=0).repeat(upscale, axis=1)
+
+
+def for_display(images: np.ndarray) -> np.ndarray:
+    """Binary {0, 1} images -> {0, 255}; anything else unchanged."""
+    if images.size and images.max() <= 1:
+        return images * np.uint8(255)
+    return images
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", help=f"one of: {', '.join(sorted(registry.DATASETS))}")
+    parser.add_argument("--out", default=None, help="PNG path (default: <dataset>.png)")
+    parser.add_argument(
+        "--base_factors", default=None,
+        help="comma-separated factor indices held fixed (default: middle values)",
+    )
+    parser.add_argument("--upscale", type=int, default=2)
+    parser.add_argument("--max_columns", type=int, default=16)
+    parser.add_argument("--data_dir", default=None, help="TFDS data dir (real datasets)")
+    args = parser.parse_args(argv)
+    try:
+        dataset = registry.get_dataset(args.dataset, data_dir=args.data_dir)
+        base = None if args.base_factors is None else [int(v) for v in args.base_factors.split(",")]
+        sheet = contact_sheet(dataset, base, upscale=args.upscale, max_columns=args.max_columns)
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"error: {error}") from None
+    path = save_png(sheet, args.out or f"{args.dataset}.png")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

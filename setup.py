@@ -33,9 +33,12 @@ setup(
         "optax>=0.2.4",
         "orbax-checkpoint>=0.11",
         "pillow>=10.0",
+        "scipy>=1.11",  # reads the Reed et al. (2015) .mat archives
         "tensorflow-datasets>=4.9.7",
     ],
     extras_require={
         "test": ["pytest>=8.0"],
+        # Sprites' .mat files are MATLAB v7.3 (HDF5).
+        "sprites": ["h5py>=3.9"],
     },
 )

@@ -32,7 +32,7 @@ from configs import ctvae_shapes3d  # noqa: E402
 def time_variant(variant: str | None, steps: int) -> dict:
     config = ctvae_shapes3d.get_config(variant)
     batch_size = config.mcqvae.optim.batch_size
-    dataset = registry.get_dataset(config.data.name)
+    dataset = registry.dataset_from_config(config.data)
     model = models.build_mcqvae(config.mcqvae.model, out_channels=dataset.image_shape[-1])
     params = model.init(jax.random.key(0), np.zeros((1, *dataset.image_shape), np.float32))["params"]
     state = TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(1e-4))

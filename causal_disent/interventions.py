@@ -55,7 +55,7 @@ class CTVAE:
                 f"{config_path} not found: pass the --workdir of a finished CT-VAE run"
             )
         config = ml_collections.ConfigDict(json.loads(config_path.read_text()))
-        dataset = registry.get_dataset(config.data.name)
+        dataset = registry.dataset_from_config(config.data)
         mesh = make_data_mesh(jax.devices()[:1])
         mcqvae, mcqvae_params = mcqvae_stage.load_trained(
             config, ct_stage.mcqvae_workdir(config, workdir), mesh, dataset
@@ -68,7 +68,7 @@ class CTVAE:
             transition_params=jax.device_get(transition_params),
             image_shape=tuple(dataset.image_shape),
             latent_shape=mcqvae.code_grid_shape(dataset.image_shape),
-            action_names=tuple(transitions.action_names(dataset.factor_names)),
+            action_names=tuple(transitions.dataset_action_names(dataset)),
         )
 
     def encode(self, images: np.ndarray) -> jax.Array:

@@ -91,16 +91,79 @@ def action_names(factor_names: Sequence[str]) -> list[str]:
     return [f"{name}+" for name in names] + [f"{name}-" for name in names]
 
 
+# CelebA's CT-VAE actions: switch one of the first 10 attributes on (a) or off (A + a).
+NUM_ACTION_ATTRIBUTES = 10
+
+
+def is_attribute_dataset(dataset) -> bool:
+    """Binary attributes (CelebA) rather than a factor grid."""
+    return not hasattr(dataset, "factor_sizes") and hasattr(dataset, "attribute_names")
+
+
+def action_factor_indices(dataset) -> tuple[int, ...]:
+    """The factors that actions move, in order: every factor but the dataset's
+    `nuisance_factors` (e.g. SmallNORB's instance), which transitions keep fixed."""
+    nuisance = set(getattr(dataset, "nuisance_factors", ()))
+    return tuple(f for f in range(len(dataset.factor_sizes)) if f not in nuisance)
+
+
+def dataset_action_names(dataset) -> list[str]:
+    """`action_names` of the factors (or attributes) that actions move."""
+    if is_attribute_dataset(dataset):
+        return action_names(dataset.attribute_names[:NUM_ACTION_ATTRIBUTES])
+    return action_names([dataset.factor_names[f] for f in action_factor_indices(dataset)])
+
+
+def num_dataset_actions(dataset) -> int:
+    return len(dataset_action_names(dataset))
+
+
+def sampler_for(dataset, split: Mapping[str, np.ndarray], seed: int):
+    """The transition sampler that fits the dataset: factor grid or attributes."""
+    if is_attribute_dataset(dataset):
+        return AttributeTransitionSampler(dataset, split, seed)
+    return TransitionSampler(dataset, split, seed)
+
+
 # --------------------------------------------------------------------------- #
-# Sampler
+# Samplers
 # --------------------------------------------------------------------------- #
-class TransitionSampler:
+class _SeededBatches:
+    """`batch` and `fixed_set` of a sampler with `seed`, `_split_id` and `sample`."""
+
+    seed: int
+
+    def batch(self, split_name: str, step: int, n: int) -> dict[str, np.ndarray]:
+        """The n transitions of training step `step`, a pure function of (seed, split, step).
+
+        Returns the `sample` dict for rng = default_rng([seed, split id, step]).
+        """
+        split_id = self._split_id(split_name)
+        if not _is_int(step) or step < 0:
+            raise ValueError(f"step must be a non-negative integer, got {step!r}")
+        rng = np.random.default_rng([self.seed, split_id, int(step)])
+        return self.sample(split_name, rng, n)
+
+    def fixed_set(self, split_name: str, n: int) -> dict[str, np.ndarray]:
+        """A deterministic evaluation set of n transitions, the same on every call.
+
+        Drawn from its own seed stream (never equal to a `batch`), so evaluation
+        does not reuse training batches. Sets of different n are not prefixes
+        of one another.
+        """
+        split_id = self._split_id(split_name)
+        rng = np.random.default_rng([self.seed, split_id, *_FIXED_SET_ENTROPY_SUFFIX])
+        return self.sample(split_name, rng, n)
+
+
+class TransitionSampler(_SeededBatches):
     """Samples (X, Y, action) transitions of a factor dataset inside one split.
 
     Args:
       dataset: anything with `factor_sizes` (tuple of ints), `num_images` and
         `index_to_factors`, whose flat index is row-major over factor_sizes
-        (e.g. `Shapes3DSynth`). No image is rendered here.
+        (e.g. `Shapes3DSynth`), and optionally `nuisance_factors` (factor indices
+        no action moves; every pair keeps them fixed). No image is rendered here.
       split: {split name: 1-D integer image indices}, disjoint (as returned by
         `splits.split_indices`). A split's id, used in the seed of its batches,
         is its position in this mapping (train 0, validation 1, test 2 there).
@@ -108,7 +171,8 @@ class TransitionSampler:
         batch.
 
     Attributes:
-      num_factors: F.
+      num_factors: F, the factors that actions move.
+      action_factors: their indices among the dataset's factors.
       num_actions: A = 2F.
       split_names: the split names, in id order.
     """
@@ -120,14 +184,15 @@ class TransitionSampler:
         sizes = tuple(int(s) for s in dataset.factor_sizes)
         if not sizes:
             raise ValueError("dataset has no factors")
-        too_small = [i for i, size in enumerate(sizes) if size < 2]
+        self.action_factors = action_factor_indices(dataset)
+        too_small = [f for f in self.action_factors if sizes[f] < 2]
         if too_small:
             raise ValueError(
-                f"every factor needs at least 2 values to move; factor_sizes={sizes} "
-                f"(factor indices {too_small})"
+                f"every factor an action moves needs at least 2 values; "
+                f"factor_sizes={sizes} (factor indices {too_small})"
             )
         self.factor_sizes = sizes
-        self.num_factors = len(sizes)
+        self.num_factors = len(self.action_factors)
         self.num_actions = 2 * self.num_factors
         self.num_images = int(dataset.num_images)
         if self.num_images != math.prod(sizes):
@@ -145,7 +210,8 @@ class TransitionSampler:
         self._pair_counts = self._count_pairs()
 
         action = np.arange(self.num_actions)
-        self._action_factor = action % self.num_factors
+        # The grid factor each action moves.
+        self._action_factor = np.array(self.action_factors, np.int64)[action % self.num_factors]
         self._action_stride = self._strides[self._action_factor]
         # Images from which the action's move stays inside the grid: all but one
         # value of the moving factor.
@@ -197,28 +263,6 @@ class TransitionSampler:
             )
         y_index = x_index + self._move(action)
         return {"x_index": x_index, "y_index": y_index, "action": action}
-
-    def batch(self, split_name: str, step: int, n: int) -> dict[str, np.ndarray]:
-        """The n transitions of training step `step`, a pure function of (seed, split, step).
-
-        Returns the `sample` dict for rng = default_rng([seed, split id, step]).
-        """
-        split_id = self._split_id(split_name)
-        if not _is_int(step) or step < 0:
-            raise ValueError(f"step must be a non-negative integer, got {step!r}")
-        rng = np.random.default_rng([self.seed, split_id, int(step)])
-        return self.sample(split_name, rng, n)
-
-    def fixed_set(self, split_name: str, n: int) -> dict[str, np.ndarray]:
-        """A deterministic evaluation set of n transitions, the same on every call.
-
-        Drawn from its own seed stream (never equal to a `batch`), so evaluation
-        does not reuse training batches. Sets of different n are not prefixes
-        of one another.
-        """
-        split_id = self._split_id(split_name)
-        rng = np.random.default_rng([self.seed, split_id, *_FIXED_SET_ENTROPY_SUFFIX])
-        return self.sample(split_name, rng, n)
 
     # -- sampling ----------------------------------------------------------- #
     def _move(self, action: np.ndarray) -> np.ndarray:
@@ -337,15 +381,15 @@ class TransitionSampler:
         """int64 [num_splits, A]: distinct valid pairs of each action in each split."""
         grid = self._membership.reshape(self.factor_sizes)
         counts = np.zeros((len(self.split_names), self.num_actions), np.int64)
-        for f in range(self.num_factors):
-            low = [slice(None)] * self.num_factors
-            high = [slice(None)] * self.num_factors
+        for k, f in enumerate(self.action_factors):
+            low = [slice(None)] * grid.ndim
+            high = [slice(None)] * grid.ndim
             low[f], high[f] = slice(0, -1), slice(1, None)
             low_split, high_split = grid[tuple(low)], grid[tuple(high)]
             same = (low_split == high_split) & (low_split != _NO_SPLIT)
             per_split = np.bincount(low_split[same], minlength=len(self.split_names))
             # A pair (v, v+1) serves both the increase and, reversed, the decrease.
-            counts[:, f] = counts[:, self.num_factors + f] = per_split
+            counts[:, k] = counts[:, self.num_factors + k] = per_split
         return counts
 
     def _check_pairs_exist(self, split_name: str, split_id: int) -> None:
@@ -359,6 +403,52 @@ class TransitionSampler:
                 f"no pair for actions {empty.tolist()} "
                 f"(valid pairs per action: {self._pair_counts[split_id].tolist()})"
             )
+
+
+class AttributeTransitionSampler(_SeededBatches):
+    """CelebA transitions: image pairs of one split that differ in exactly one of the
+    first `NUM_ACTION_ATTRIBUTES` binary attributes (the others may differ).
+
+    Action a < A switches attribute a on, A + a switches it off. The action is drawn
+    uniformly among those with a pair in the split, then X among the images that
+    have a partner, then Y among X's partners (`tfds_datasets.sample_one_attribute_pairs`).
+
+    Args:
+      dataset: anything with `attribute_names` and `attributes(index)` ([n, >= 10] 0/1).
+      split: {split name: 1-D image indices}; a split's id is its position.
+      seed: non-negative integer.
+    """
+
+    def __init__(self, dataset, split: Mapping[str, np.ndarray], seed: int) -> None:
+        if not _is_int(seed) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self.seed = int(seed)
+        self.num_factors = NUM_ACTION_ATTRIBUTES
+        self.num_actions = 2 * NUM_ACTION_ATTRIBUTES
+        self.split_names = tuple(split)
+        self._split_ids = {name: i for i, name in enumerate(self.split_names)}
+        self._split = {name: np.asarray(indices, np.int64) for name, indices in split.items()}
+        self._attributes = np.asarray(dataset.attributes(np.arange(dataset.num_images)))
+
+    def sample(self, split_name: str, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        """n pairs inside `split_name`: {"x_index", "y_index": int64 [n], "action": int32 [n]}."""
+        from causal_disent.data.tfds_datasets import sample_one_attribute_pairs
+
+        self._split_id(split_name)
+        if not _is_int(n) or n < 0:
+            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        x, y, action = sample_one_attribute_pairs(
+            self._attributes, rng, int(n), NUM_ACTION_ATTRIBUTES, candidates=self._split[split_name]
+        )
+        return {"x_index": x, "y_index": y, "action": action}
+
+    def _split_id(self, split_name: str) -> int:
+        try:
+            return self._split_ids[split_name]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"unknown split {split_name!r}; known splits: {list(self.split_names)}"
+            ) from None
 
 
 # --------------------------------------------------------------------------- #

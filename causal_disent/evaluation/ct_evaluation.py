@@ -116,12 +116,15 @@ def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, rng,
         mcqvae=mcqvae, mcqvae_params=jax.device_get(mcqvae_params), transition=model,
         transition_params=jax.device_get(params), image_shape=tuple(dataset.image_shape),
         latent_shape=mcqvae.code_grid_shape(dataset.image_shape),
-        action_names=tuple(transitions.action_names(dataset.factor_names)),
+        action_names=tuple(transitions.dataset_action_names(dataset)),
     )
     # Start from the image with every factor in the middle of its range, so that both
-    # directions of every action have room to move.
-    middle = np.array([size // 2 for size in dataset.factor_sizes])[None]
-    start = dataset.images(dataset.factors_to_index(middle))[0]
+    # directions of every action have room to move (attribute datasets: a test image).
+    if transitions.is_attribute_dataset(dataset):
+        start = dataset.images(split["test"][:1])[0]
+    else:
+        middle = np.array([size // 2 for size in dataset.factor_sizes])[None]
+        start = dataset.images(dataset.factors_to_index(middle))[0]
     rows = [interventions.apply_action(ctvae, start, a, times) for a in range(model.num_actions)]
     save_png(image_grid(np.stack(rows)), figures_dir / "ct_interventions.png", upscale=2)
     _save_structure(ctvae, dataset.images(split["test"][:num_structure_images]), rng, figures_dir)

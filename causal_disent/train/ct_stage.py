@@ -45,13 +45,14 @@ MODE_NAMES = tuple(ct_objectives.MODES)  # ("standard", "action", "causal")
 
 
 def build_model(config: ml_collections.ConfigDict, dataset) -> CausalTransition:
-    """The CT layer over the N = C·h·w codes of the config's MCQ-VAE, 2F actions."""
+    """The CT layer over the N = C·h·w codes of the config's MCQ-VAE, 2F actions (F
+    factors or attributes that actions move)."""
     mcqvae = models.build_mcqvae(config.mcqvae.model, out_channels=dataset.image_shape[-1])
     return models.build_ct_layer(
         config.ct.model,
         num_nodes=math.prod(mcqvae.code_grid_shape(dataset.image_shape)),
         num_codes=config.mcqvae.model.num_codes,
-        num_actions=2 * len(dataset.factor_sizes),
+        num_actions=transitions.num_dataset_actions(dataset),
     )
 
 
@@ -139,11 +140,9 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     """Trains (or resumes) stage 2, evaluates on the test split, writes figures and
     results; returns the results dict."""
     cfg = config.ct
-    dataset = registry.get_dataset(config.data.name)
-    split = splits.split_indices(
-        dataset.num_images, config.data.split_fractions, config.data.split_seed
-    )
-    sampler = transitions.TransitionSampler(dataset, split, seed=config.seed)
+    dataset = registry.dataset_from_config(config.data)
+    split = splits.dataset_split(dataset, config.data.split_fractions, config.data.split_seed)
+    sampler = transitions.sampler_for(dataset, split, seed=config.seed)
     mcqvae, mcqvae_params = mcqvae_stage.load_trained(
         config, mcqvae_workdir(config, workdir), mesh, dataset
     )

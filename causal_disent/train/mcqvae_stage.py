@@ -67,10 +67,8 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     """Trains (or resumes) stage 1, evaluates on the test split, writes figures and
     results; returns the results dict."""
     cfg = config.mcqvae
-    dataset = registry.get_dataset(config.data.name)
-    split = splits.split_indices(
-        dataset.num_images, config.data.split_fractions, config.data.split_seed
-    )
+    dataset = registry.dataset_from_config(config.data)
+    split = splits.dataset_split(dataset, config.data.split_fractions, config.data.split_seed)
     model = models.build_mcqvae(cfg.model, out_channels=dataset.image_shape[-1])
     batcher = pipeline.EpochShuffledBatches(
         split["train"], cfg.optim.batch_size, seed=config.seed

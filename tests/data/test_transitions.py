@@ -302,3 +302,25 @@ def test_module_has_no_global_rng_use():
     banned = ("np.random.seed", "np.random.rand", "np.random.randint", "np.random.choice")
     for call in banned + ("import random",):
         assert call not in source
+
+
+def test_nuisance_factors_are_never_moved():
+    """SmallNORB-style: the instance factor is held fixed, so A = 2 * (F - 1)."""
+    dataset = GridDataset((3, 4, 5))
+    dataset.nuisance_factors = (1,)
+    split = {"train": np.arange(dataset.num_images)}
+    sampler = TransitionSampler(dataset, split, seed=0)
+    assert sampler.num_factors == 2 and sampler.num_actions == 4
+    assert sampler.action_factors == (0, 2)
+    assert transitions.dataset_action_names(dataset) == ["f0+", "f2+", "f0-", "f2-"]
+    batch = sampler.sample("train", np.random.default_rng(0), 3000)
+    delta = dataset.index_to_factors(batch["y_index"]) - dataset.index_to_factors(batch["x_index"])
+    np.testing.assert_array_equal(np.abs(delta).sum(axis=1), 1)
+    np.testing.assert_array_equal(delta[:, 1], 0)
+    moved = np.array([0, 2])[batch["action"] % 2]
+    np.testing.assert_array_equal(np.argmax(delta != 0, axis=1), moved)
+    np.testing.assert_array_equal(
+        delta[np.arange(3000), moved], np.where(batch["action"] < 2, 1, -1)
+    )
+    # Pairs per action: all (v, v+1) neighbours of the moving factor.
+    np.testing.assert_array_equal(sampler.pair_counts("train"), [2 * 4 * 5, 3 * 4 * 4] * 2)

@@ -140,21 +140,26 @@ class FactorDataset:
 
     def check_index(self, index: np.ndarray) -> np.ndarray:
         """Validated int64 [B] copy of `index`; ValueError naming the problem."""
-        index = np.asarray(index)
-        if index.ndim != 1:
-            raise ValueError(f"index must have shape [B], got shape {index.shape}")
-        check_integer_dtype(index, "index")
-        index = index.astype(np.int64)
-        bad = (index < 0) | (index >= self.num_images)
-        if bad.any():
-            raise ValueError(
-                f"index must be in [0, {self.num_images - 1}], "
-                f"got {index[bad][0]} at position {np.flatnonzero(bad)[0]}"
-            )
-        return index
+        return check_image_index(index, self.num_images)
 
 
 def check_integer_dtype(array: np.ndarray, what: str) -> None:
     # Empty lists arrive as float64; they are harmless, so let them through.
     if array.size and not (np.issubdtype(array.dtype, np.integer) and array.dtype != np.bool_):
         raise ValueError(f"{what} must hold integers, got dtype {array.dtype}")
+
+
+def check_image_index(index: np.ndarray, num_images: int) -> np.ndarray:
+    """Validated int64 [B] copy of image indices in [0, num_images)."""
+    index = np.asarray(index)
+    if index.ndim != 1:
+        raise ValueError(f"index must have shape [B], got shape {index.shape}")
+    check_integer_dtype(index, "index")
+    index = index.astype(np.int64)
+    bad = (index < 0) | (index >= num_images)
+    if bad.any():
+        raise ValueError(
+            f"index must be in [0, {num_images - 1}], "
+            f"got {index[bad][0]} at position {np.flatnonzero(bad)[0]}"
+        )
+    return index

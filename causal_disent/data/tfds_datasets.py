@@ -23,8 +23,8 @@ of category, elevation, azimuth and lighting. Images
 (disentanglement_lib's antialiased resize).
 
 CelebA is not a grid: `CelebA` exposes its 40 binary attributes instead, and
-`sample_one_attribute_pairs` draws image pairs that differ in exactly one of the
-first 10 attributes (CT-VAE's CelebA transitions).
+`transitions.sample_one_attribute_pairs` draws image pairs that differ in exactly
+one of the first 10 attributes (CT-VAE's CelebA transitions).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ import threading
 import numpy as np
 from PIL import Image
 
-from causal_disent.data.base import FactorDataset, check_integer_dtype
+from causal_disent.data.base import FactorDataset, check_image_index
+from causal_disent.data.transitions import sample_one_attribute_pairs
 from causal_disent.data.tfds_reading import (
     ATTRIBUTES_FILE,
     FACTOR_INDEX_FILE,
@@ -333,15 +334,7 @@ class CelebA:
 
     def check_index(self, index: np.ndarray) -> np.ndarray:
         """Validated int64 [B] copy of `index`; ValueError naming the problem."""
-        index = np.asarray(index)
-        if index.ndim != 1:
-            raise ValueError(f"index must have shape [B], got shape {index.shape}")
-        check_integer_dtype(index, "index")
-        index = index.astype(np.int64)
-        bad = (index < 0) | (index >= self.num_images)
-        if bad.any():
-            raise ValueError(f"index must be in [0, {self.num_images - 1}], got {index[bad][0]}")
-        return index
+        return check_image_index(index, self.num_images)
 
     def attributes(self, index: np.ndarray) -> np.ndarray:
         """[B] image indices -> [B, 40] bool attributes (`attribute_names` order)."""
@@ -377,62 +370,3 @@ class CelebA64(CelebA):
             for image in square
         ]
         return np.stack(resized) if resized else np.zeros((0, *self.image_shape), np.uint8)
-
-
-def sample_one_attribute_pairs(
-    attributes: np.ndarray,
-    rng: np.random.Generator,
-    num_pairs: int,
-    num_attributes: int = 10,
-    candidates: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Image pairs that differ in exactly one of the first `num_attributes` attributes.
-
-    All such pairs of CelebA number in the billions, so they are sampled: the
-    action uniformly among the possible ones (action a < A: attribute a goes from
-    0 to 1; A + a: from 1 to 0), then X uniformly among the images that have a
-    partner for it, then Y uniformly among X's partners. Attributes beyond
-    `num_attributes` are ignored (they may differ).
-
-    Args:
-      attributes: [N, >= num_attributes] bool/0-1 attributes of all images.
-      rng: numpy Generator.
-      num_pairs: pairs to draw.
-      num_attributes: A, the attributes that define the actions.
-      candidates: optional [M] image indices to pair within (e.g. one split).
-    Returns:
-      (x, y, action): [num_pairs] int64 image indices and int32 actions in [0, 2A).
-    Raises:
-      ValueError if no pair exists.
-    """
-    attributes = np.asarray(attributes)
-    if attributes.ndim != 2 or attributes.shape[1] < num_attributes:
-        raise ValueError(
-            f"attributes must have shape [N, >= {num_attributes}], got {attributes.shape}"
-        )
-    pool = np.arange(len(attributes)) if candidates is None else np.asarray(candidates, np.int64)
-    bits = attributes[pool, :num_attributes].astype(np.int64)
-    codes = bits @ (1 << np.arange(num_attributes, dtype=np.int64))
-    order = np.argsort(codes, kind="stable")
-    counts = np.bincount(codes, minlength=1 << num_attributes)
-    starts = np.cumsum(counts) - counts
-    # Positions (into pool) that have a partner, per action.
-    movers = []
-    for action in range(2 * num_attributes):
-        attribute, decrease = action % num_attributes, action >= num_attributes
-        has_partner = counts[codes ^ (1 << attribute)] > 0
-        movers.append(np.flatnonzero(has_partner & (bits[:, attribute] == int(decrease))))
-    possible = np.array([a for a in range(2 * num_attributes) if len(movers[a])], np.int32)
-    if not len(possible):
-        raise ValueError("no two images differ in exactly one of the first attributes")
-    actions = rng.choice(possible, size=num_pairs)
-    x = np.empty(num_pairs, np.int64)
-    y = np.empty(num_pairs, np.int64)
-    for action in np.unique(actions):
-        slots = np.flatnonzero(actions == action)
-        chosen = rng.choice(movers[action], size=len(slots))
-        partner_codes = codes[chosen] ^ (1 << (action % num_attributes))
-        offsets = rng.integers(0, counts[partner_codes])
-        x[slots] = pool[chosen]
-        y[slots] = pool[order[starts[partner_codes] + offsets]]
-    return x, y, actions.astype(np.int32)

@@ -1,9 +1,11 @@
-"""(X, Y, action) transitions of a factor dataset, sampled inside one split.
+"""(X, Y, action) transitions of a dataset, sampled inside one split.
 
 CT-VAE (Gendron et al., 2023) learns from pairs of images that agree in every
 ground-truth factor but one, which moves to an adjacent value. With F factors
 there are A = 2F actions: action f increases factor f by one step and action
-F + f decreases it by one step.
+F + f decreases it by one step. Nuisance factors (SmallNORB's instance) are never
+moved. CelebA has attributes instead of a factor grid: its pairs differ in exactly
+one of the first 10 attributes (`AttributeTransitionSampler`).
 
 Images are split at image level (`splits.split_indices`); a pair belongs to a
 split only if both of its images do, so no image of one split ever appears in
@@ -129,9 +131,20 @@ def sampler_for(dataset, split: Mapping[str, np.ndarray], seed: int):
 # Samplers
 # --------------------------------------------------------------------------- #
 class _SeededBatches:
-    """`batch` and `fixed_set` of a sampler with `seed`, `_split_id` and `sample`."""
+    """`batch` and `fixed_set` of a sampler with `seed`, `split_names`, `_split_ids`
+    and `sample`."""
 
     seed: int
+    split_names: tuple[str, ...]
+    _split_ids: dict[str, int]
+
+    def _split_id(self, split_name: str) -> int:
+        try:
+            return self._split_ids[split_name]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"unknown split {split_name!r}; known splits: {list(self.split_names)}"
+            ) from None
 
     def batch(self, split_name: str, step: int, n: int) -> dict[str, np.ndarray]:
         """The n transitions of training step `step`, a pure function of (seed, split, step).
@@ -328,14 +341,6 @@ class TransitionSampler(_SeededBatches):
         return np.where((action >= self.num_factors)[:, None], x + stride, x)
 
     # -- setup and validation ----------------------------------------------- #
-    def _split_id(self, split_name: str) -> int:
-        try:
-            return self._split_ids[split_name]
-        except (KeyError, TypeError):
-            raise ValueError(
-                f"unknown split {split_name!r}; known splits: {list(self.split_names)}"
-            ) from None
-
     def _check_index_order(self, dataset) -> None:
         # The sampler does its own index arithmetic for speed; make sure it
         # agrees with the dataset's (row-major) ordering on a few probes.
@@ -405,13 +410,72 @@ class TransitionSampler(_SeededBatches):
             )
 
 
+def sample_one_attribute_pairs(
+    attributes: np.ndarray,
+    rng: np.random.Generator,
+    num_pairs: int,
+    num_attributes: int = 10,
+    candidates: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Image pairs that differ in exactly one of the first `num_attributes` attributes.
+
+    All such pairs of CelebA number in the billions, so they are sampled: the
+    action uniformly among the possible ones (action a < A: attribute a goes from
+    0 to 1; A + a: from 1 to 0), then X uniformly among the images that have a
+    partner for it, then Y uniformly among X's partners. Attributes beyond
+    `num_attributes` are ignored (they may differ).
+
+    Args:
+      attributes: [N, >= num_attributes] bool/0-1 attributes of all images.
+      rng: numpy Generator.
+      num_pairs: pairs to draw.
+      num_attributes: A, the attributes that define the actions.
+      candidates: optional [M] image indices to pair within (e.g. one split).
+    Returns:
+      (x, y, action): [num_pairs] int64 image indices and int32 actions in [0, 2A).
+    Raises:
+      ValueError if no pair exists.
+    """
+    attributes = np.asarray(attributes)
+    if attributes.ndim != 2 or attributes.shape[1] < num_attributes:
+        raise ValueError(
+            f"attributes must have shape [N, >= {num_attributes}], got {attributes.shape}"
+        )
+    pool = np.arange(len(attributes)) if candidates is None else np.asarray(candidates, np.int64)
+    bits = attributes[pool, :num_attributes].astype(np.int64)
+    codes = bits @ (1 << np.arange(num_attributes, dtype=np.int64))
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=1 << num_attributes)
+    starts = np.cumsum(counts) - counts
+    # Positions (into pool) that have a partner, per action.
+    movers = []
+    for action in range(2 * num_attributes):
+        attribute, decrease = action % num_attributes, action >= num_attributes
+        has_partner = counts[codes ^ (1 << attribute)] > 0
+        movers.append(np.flatnonzero(has_partner & (bits[:, attribute] == int(decrease))))
+    possible = np.array([a for a in range(2 * num_attributes) if len(movers[a])], np.int32)
+    if not len(possible):
+        raise ValueError("no two images differ in exactly one of the first attributes")
+    actions = rng.choice(possible, size=num_pairs)
+    x = np.empty(num_pairs, np.int64)
+    y = np.empty(num_pairs, np.int64)
+    for action in np.unique(actions):
+        slots = np.flatnonzero(actions == action)
+        chosen = rng.choice(movers[action], size=len(slots))
+        partner_codes = codes[chosen] ^ (1 << (action % num_attributes))
+        offsets = rng.integers(0, counts[partner_codes])
+        x[slots] = pool[chosen]
+        y[slots] = pool[order[starts[partner_codes] + offsets]]
+    return x, y, actions.astype(np.int32)
+
+
 class AttributeTransitionSampler(_SeededBatches):
     """CelebA transitions: image pairs of one split that differ in exactly one of the
     first `NUM_ACTION_ATTRIBUTES` binary attributes (the others may differ).
 
     Action a < A switches attribute a on, A + a switches it off. The action is drawn
     uniformly among those with a pair in the split, then X among the images that
-    have a partner, then Y among X's partners (`tfds_datasets.sample_one_attribute_pairs`).
+    have a partner, then Y among X's partners (`sample_one_attribute_pairs`).
 
     Args:
       dataset: anything with `attribute_names` and `attributes(index)` ([n, >= 10] 0/1).
@@ -432,8 +496,6 @@ class AttributeTransitionSampler(_SeededBatches):
 
     def sample(self, split_name: str, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         """n pairs inside `split_name`: {"x_index", "y_index": int64 [n], "action": int32 [n]}."""
-        from causal_disent.data.tfds_datasets import sample_one_attribute_pairs
-
         self._split_id(split_name)
         if not _is_int(n) or n < 0:
             raise ValueError(f"n must be a non-negative integer, got {n!r}")
@@ -441,14 +503,6 @@ class AttributeTransitionSampler(_SeededBatches):
             self._attributes, rng, int(n), NUM_ACTION_ATTRIBUTES, candidates=self._split[split_name]
         )
         return {"x_index": x, "y_index": y, "action": action}
-
-    def _split_id(self, split_name: str) -> int:
-        try:
-            return self._split_ids[split_name]
-        except (KeyError, TypeError):
-            raise ValueError(
-                f"unknown split {split_name!r}; known splits: {list(self.split_names)}"
-            ) from None
 
 
 # --------------------------------------------------------------------------- #

@@ -89,3 +89,21 @@ def test_description_matches_the_dataset(dataset):
     assert [f["size"] for f in info["factors"]] == list(dataset.factor_sizes)
     assert sum(info["splits"].values()) == dataset.num_images
     assert info["num_actions"] == 2 * len(dataset.factor_sizes)
+
+
+def test_images_of_an_unexpected_shape_are_a_clear_error():
+    """Data on disk that does not match the dataset's definition is named, not used."""
+    from causal_disent.data.base import FactorDataset
+
+    class Mismatched(FactorDataset):
+        name = "mismatched"
+        image_shape = (8, 8, 3)
+        factor_names = ("a",)
+        factor_sizes = (2,)
+        factor_values = (np.arange(2.0),)
+
+        def _images_at(self, index):
+            return np.zeros((len(index), 8, 8, 1), np.uint8)
+
+    with pytest.raises(ValueError, match=r"shape \(1, 8, 8, 3\).*re-prepare"):
+        Mismatched().images(np.array([0]))

@@ -1,8 +1,9 @@
-"""Pure Flax modules. `build_mcqvae` and `build_ct_layer` turn model configs into
-modules."""
+"""Pure Flax modules. `build_mcqvae`, `build_ct_layer` and `build_causalvae` turn
+model configs into modules."""
 
 import ml_collections
 
+from causal_disent.models.causalvae import CausalVAE, check_variant
 from causal_disent.models.ct_layer import CausalTransition
 from causal_disent.models.mcqvae import MCQVAE
 
@@ -37,4 +38,23 @@ def build_ct_layer(
         noise=model_config.noise,
         gnn_backend=model_config.gnn_backend,
         gnn_root_weight=model_config.gnn_root_weight,
+    )
+
+
+def build_causalvae(
+    model_config: ml_collections.ConfigDict, image_shape: tuple[int, int, int]
+) -> CausalVAE:
+    """The CausalVAE (or baseline, `model_config.variant`) of `config.causalvae.model`
+    for images of `image_shape` (H, W, ch)."""
+    check_variant(model_config.variant)
+    return CausalVAE(
+        num_concepts=model_config.num_concepts,
+        concept_dim=model_config.concept_dim,
+        image_shape=tuple(image_shape),
+        encoder_widths=tuple(model_config.encoder_widths),
+        encoder_hidden=model_config.encoder_hidden,
+        decoder_widths=tuple(model_config.decoder_widths),
+        decoder_hidden=model_config.decoder_hidden,
+        variant=model_config.variant,
+        mechanism_hidden=model_config.mechanism_hidden,
     )

@@ -9,13 +9,14 @@ import ml_collections
 from absl import logging
 
 from causal_disent.data import registry, splits
-from causal_disent.train import checkpoint, ct_stage, mcqvae_stage
+from causal_disent.train import causalvae_stage, checkpoint, ct_stage, mcqvae_stage
 from causal_disent.train.sharding import make_data_mesh
 
 # name -> module with signature(config), validate(config, mesh), run(config, workdir, mesh)
 STAGES = {
     mcqvae_stage.STAGE: mcqvae_stage,
     ct_stage.STAGE: ct_stage,
+    causalvae_stage.STAGE: causalvae_stage,
 }
 
 

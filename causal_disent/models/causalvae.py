@@ -1,0 +1,233 @@
+"""CausalVAE (Yang et al., CVPR 2021; SPEC §2) and its two baselines, one module.
+
+    image x ─ConvEncoder→ ε [B, n, k] ─LinearSCM→ z = (I − Aᵀ)⁻¹ ε ─MaskLayer→
+        z̃_i = g_i(A_i ∘ z) + ε_i ─ConvDecoder→ Bernoulli logits of x
+
+`variant` picks the model of the paper's Table 1 (same encoder, decoder and latent
+size n·k in all three):
+
+  "causalvae"        the full model above.
+  "condition_vae"    ConditionVAE: no causal layer and no mask layer; z = ε is
+                     decoded directly, and its label-conditioned prior N(λ₁(u), 1) is
+                     in the loss (objectives/causalvae_variants.py).
+  "causalvae_unsup"  CausalVAE-unsup: the causal layer (learned A) but no mask layer
+                     (the decoder sees z = (I − Aᵀ)⁻¹ ε) and no conditional prior.
+
+The encoder outputs only the mean of q(ε | x): the authors fixed its variance to 1
+(SPEC), and the decoder reads the latent means (the authors sampled z with variance
+0.001, a negligible jitter; without it the model is deterministic and needs no RNG).
+
+Interventions (`CausalVAE.intervene`) follow the paper and `scm.MaskLayer.intervene`:
+do(z_c = v) sets z_c at the mask layer's input (children see v) and/or at its
+output (the concept itself reads v). Values v are in the units of the latent codes,
+i.e. of the label prior's mean λ₁(u) = (u − mean) / scale.
+"""
+
+from collections.abc import Sequence
+
+import chex
+import flax.linen as nn
+import jax
+
+from causal_disent.models.conv import UpsampleConv
+from causal_disent.models.scm import (
+    LinearSCM,
+    MaskLayer,
+    intervene_latents,
+    split_concepts,
+)
+
+VARIANTS = ("causalvae", "condition_vae", "causalvae_unsup")
+
+
+def check_variant(variant: str) -> None:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown CausalVAE variant {variant!r}; known: {', '.join(VARIANTS)}")
+
+
+class ConvEncoder(nn.Module):
+    """Images [B, H, W, ch] in [0, 1] -> ε means [B, latent_width].
+
+    Stride-2 4×4 convolutions (ELU), then an MLP on the flattened feature map.
+    """
+
+    widths: Sequence[int]
+    hidden: int
+    latent_width: int
+
+    @nn.compact
+    def __call__(self, images: jax.Array) -> jax.Array:
+        x = images
+        for i, width in enumerate(self.widths):
+            x = nn.elu(nn.Conv(width, (4, 4), strides=(2, 2), name=f"down{i}")(x))
+        x = x.reshape(x.shape[0], -1)
+        x = nn.elu(nn.Dense(self.hidden, name="hidden")(x))
+        return nn.Dense(self.latent_width, name="to_latent")(x)
+
+
+class ConvDecoder(nn.Module):
+    """Latents [B, latent_width] -> logits [B, H, W, ch] (H, W = base·2^len(widths)).
+
+    An MLP to a [base, base, widths[0]] map, then 2× upsampling convolutions (the
+    fast sub-pixel form of a 4×4 stride-2 transposed convolution, models/conv.py).
+    """
+
+    widths: Sequence[int]
+    hidden: int
+    image_shape: tuple[int, int, int]
+
+    @nn.compact
+    def __call__(self, latents: jax.Array) -> jax.Array:
+        height, width, channels = self.image_shape
+        scale = 2 ** len(self.widths)
+        base_h, base_w = height // scale, width // scale
+        x = nn.elu(nn.Dense(self.hidden, name="hidden")(latents))
+        x = nn.elu(nn.Dense(base_h * base_w * self.widths[0], name="to_map")(x))
+        x = x.reshape(x.shape[0], base_h, base_w, self.widths[0])
+        for i, features in enumerate(self.widths[1:]):
+            x = nn.elu(UpsampleConv(features, name=f"up{i}")(x))
+        return UpsampleConv(channels, name="to_image")(x)
+
+
+class CausalVAE(nn.Module):
+    """CausalVAE / ConditionVAE / CausalVAE-unsup (see the module docstring).
+
+    Attributes:
+      num_concepts: n.
+      concept_dim: k; the latent has n·k dims, concept i = dims [i·k, (i+1)·k).
+      image_shape: (H, W, ch); H and W divisible by 2^len(encoder_widths) and by
+        2^len(decoder_widths).
+      encoder_widths, encoder_hidden: the encoder's conv widths and MLP width.
+      decoder_widths, decoder_hidden: the decoder's map widths (the first is the
+        MLP's output map) and MLP width.
+      variant: one of VARIANTS.
+      mechanism_hidden: width of each mask-layer MLP g_i (SPEC: 32).
+    """
+
+    num_concepts: int
+    concept_dim: int
+    image_shape: tuple[int, int, int]
+    encoder_widths: Sequence[int] = (32, 32, 64, 64)
+    encoder_hidden: int = 256
+    decoder_widths: Sequence[int] = (64, 64, 32, 32)
+    decoder_hidden: int = 256
+    variant: str = "causalvae"
+    mechanism_hidden: int = 32
+
+    @property
+    def has_causal_layer(self) -> bool:
+        return self.variant in ("causalvae", "causalvae_unsup")
+
+    @property
+    def has_mask_layer(self) -> bool:
+        return self.variant == "causalvae"
+
+    @property
+    def uses_label_prior(self) -> bool:
+        return self.variant in ("causalvae", "condition_vae")
+
+    def setup(self):
+        check_variant(self.variant)
+        width = self.num_concepts * self.concept_dim
+        self.encoder = ConvEncoder(self.encoder_widths, self.encoder_hidden, width)
+        self.decoder = ConvDecoder(self.decoder_widths, self.decoder_hidden, tuple(self.image_shape))
+        if self.has_causal_layer:
+            self.scm = LinearSCM(self.num_concepts, self.concept_dim)
+        if self.has_mask_layer:
+            self.mask = MaskLayer(self.num_concepts, self.concept_dim, self.mechanism_hidden)
+
+    def _check_images(self, images: jax.Array) -> None:
+        if images.ndim != 4 or tuple(images.shape[1:]) != tuple(self.image_shape):
+            raise ValueError(
+                f"images must be [B, {', '.join(map(str, self.image_shape))}] floats in "
+                f"[0, 1]; got shape {images.shape}"
+            )
+
+    def encode(self, images: jax.Array) -> jax.Array:
+        """Images [B, H, W, ch] in [0, 1] -> ε means [B, n, k]."""
+        self._check_images(images)
+        exogenous = self.encoder(images)
+        return split_concepts(exogenous, self.num_concepts, self.concept_dim)
+
+    def decode(self, latents: jax.Array) -> jax.Array:
+        """Latents [B, n, k] or [B, n·k] -> Bernoulli logits [B, H, W, ch].
+
+        Raises ValueError if the latent width is not n·k.
+        """
+        latents = split_concepts(latents, self.num_concepts, self.concept_dim)
+        logits = self.decoder(latents.reshape(latents.shape[0], -1))
+        chex.assert_shape(logits, (latents.shape[0], *self.image_shape))
+        return logits
+
+    def __call__(self, images: jax.Array) -> dict[str, jax.Array]:
+        """Forward pass.
+
+        Args:
+          images: [B, H, W, ch] floats in [0, 1].
+        Returns:
+          dict with
+            exogenous: [B, n, k] ε (mean of q(ε | x)),
+            z: [B, n, k] the causal layer's output (I − Aᵀ)⁻¹ ε (= ε without a
+              causal layer): the concept codes scored by MIC/TIC and matched to the
+              label prior,
+            decoded_z: [B, n, k] what the decoder reads (the mask layer's output
+              g_i(A_i ∘ z) + ε_i for "causalvae", else z),
+            reconstruction_logits: [B, H, W, ch],
+          and, with a causal layer, adjacency [n, n] (A[j, i]: j → i); with the mask
+          layer, parent_prediction [B, n, k] g_i(A_i ∘ z) (what l_m compares to z).
+        """
+        return self._forward(images, intervention=None)
+
+    def intervene(
+        self,
+        images: jax.Array,
+        concept: int | jax.Array,
+        value,
+        at_input: bool = True,
+        at_output: bool = True,
+    ) -> dict[str, jax.Array]:
+        """`__call__` under do(z_c = v).
+
+        Args:
+          images: [B, H, W, ch] in [0, 1].
+          concept: c (a Python int, checked, or a traced int).
+          value: v, broadcastable to [B, k] ([B, 1] for one scalar per example).
+          at_input: set z_c at the mask layer's input, so c's children see v
+            (ignored by models without a mask layer, whose decoder reads z itself).
+          at_output: set z_c in what the decoder reads. The paper's do() is both;
+            for an effect, `at_output` alone leaves its causes untouched whatever A.
+        Returns:
+          `__call__`'s dict computed under the intervention.
+        """
+        return self._forward(images, intervention=(concept, value, at_input, at_output))
+
+    def _forward(self, images, intervention) -> dict[str, jax.Array]:
+        exogenous = self.encode(images)
+        outputs = {"exogenous": exogenous}
+        if self.has_causal_layer:
+            scm = self.scm(exogenous)
+            latents = scm["z"]
+            outputs["adjacency"] = scm["adjacency"]
+        else:
+            latents = exogenous
+        outputs["z"] = latents
+        if self.has_mask_layer:
+            if intervention is None:
+                masked = self.mask(latents, outputs["adjacency"], exogenous)
+            else:
+                concept, value, at_input, at_output = intervention
+                masked = self.mask.intervene(
+                    latents, outputs["adjacency"], exogenous, concept, value,
+                    at_input=at_input, at_output=at_output,
+                )
+            outputs["parent_prediction"] = masked["parent_prediction"]
+            decoded = masked["z"]
+        else:
+            decoded = latents
+            if intervention is not None:
+                concept, value, at_input, at_output = intervention
+                if at_input or at_output:
+                    decoded = intervene_latents(decoded, concept, value)
+        outputs["decoded_z"] = decoded
+        outputs["reconstruction_logits"] = self.decode(decoded)
+        return outputs

@@ -33,6 +33,7 @@ setup(
         "optax>=0.2.4",
         "orbax-checkpoint>=0.11",
         "pillow>=10.0",
+        "scikit-learn>=1.4",  # disentanglement-metric classifiers and mutual information
         "scipy>=1.11",  # reads the Reed et al. (2015) .mat archives
         "tensorflow-datasets>=4.9.7",
     ],

@@ -76,7 +76,10 @@ class FactorDataset:
     def factor_values_of(self, factors: np.ndarray) -> np.ndarray:
         """[B, F] factor indices -> [B, F] float64 factor values."""
         factors = self.check_factors(factors)
-        columns = [np.asarray(v, np.float64)[factors[:, f]] for f, v in enumerate(self.factor_values)]
+        columns = [
+            np.asarray(values, np.float64)[factors[:, f]]
+            for f, values in enumerate(self.factor_values)
+        ]
         return np.stack(columns, axis=1) if columns else np.zeros((len(factors), 0))
 
     def sample_factors(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -163,3 +166,13 @@ def check_image_index(index: np.ndarray, num_images: int) -> np.ndarray:
             f"got {index[bad][0]} at position {np.flatnonzero(bad)[0]}"
         )
     return index
+
+
+def render_in_chunks(index: np.ndarray, render, chunk_size: int, image_shape) -> np.ndarray:
+    """`render(index chunk)` over chunks of at most `chunk_size` images, concatenated:
+    bounds a vectorised renderer's temporary memory whatever the batch size."""
+    starts = range(0, len(index), chunk_size)
+    chunks = [render(index[start : start + chunk_size]) for start in starts]
+    if not chunks:
+        return np.zeros((0, *image_shape), np.uint8)
+    return np.concatenate(chunks)

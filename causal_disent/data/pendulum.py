@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from causal_disent.data import raster
-from causal_disent.data.base import FactorDataset
+from causal_disent.data.base import FactorDataset, render_in_chunks
 
 ANGLE_INDICES = np.arange(-40, 44)  # i, 84 values
 LIGHT_INDICES = np.array([j for j in range(60, 148) if j != 100])  # j, 87 values
@@ -142,13 +142,7 @@ class Pendulum(FactorDataset):
         return {"train": index[~is_test], "test": index[is_test]}
 
     def _images_at(self, index: np.ndarray) -> np.ndarray:
-        chunks = [
-            self._render(index[start : start + _RENDER_CHUNK])
-            for start in range(0, len(index), _RENDER_CHUNK)
-        ]
-        if not chunks:
-            return np.zeros((0, *self.image_shape), np.uint8)
-        return np.concatenate(chunks)
+        return render_in_chunks(index, self._render, _RENDER_CHUNK, self.image_shape)
 
     def _render(self, index: np.ndarray) -> np.ndarray:
         parts = self.geometry(index)

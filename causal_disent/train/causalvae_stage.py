@@ -47,7 +47,6 @@ from causal_disent.objectives import causalvae as cv
 from causal_disent.objectives.causalvae_variants import LOSSES, LabelScaling, LossWeights
 from causal_disent.objectives.mcqvae import images_to_unit_range
 from causal_disent.train import reporting, resume
-from causal_disent.train.checkpoint import StageCheckpoints
 from causal_disent.train.loop import fit
 from causal_disent.train.sharding import (
     batch_sharded,
@@ -348,17 +347,11 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         create_state, model, dataset.image_shape, init_rng, cfg.optim.learning_rate,
         objective.initial_penalty, initial_adjacency, initial_lagrangian,
     )
-    checkpoints = StageCheckpoints(
-        workdir, STAGE, signature(config),
-        save_every_steps=cfg.train.checkpoint_every_steps,
-        max_to_keep=cfg.train.max_checkpoints_to_keep,
-    )
-    state, first_step, finished = resume.start_or_resume(
-        stage=STAGE, workdir=workdir, checkpoints=checkpoints, create_state=make_state,
-        mesh=mesh, total_steps=total_steps,
+    checkpoints, state, first_step, finished = resume.open_stage(
+        stage=STAGE, workdir=workdir, signature=signature(config), train_config=cfg.train,
+        create_state=make_state, mesh=mesh, total_steps=total_steps,
     )
     if finished is not None:
-        checkpoints.close()
         return finished
 
     if first_step < total_steps:

@@ -157,17 +157,11 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     init_rng, train_rng, eval_rng = jax.random.split(jax.random.key(config.seed + 1), 3)
     create_state = functools.partial(_create_state, model, init_rng, schedule)
 
-    checkpoints = StageCheckpoints(
-        workdir, STAGE, signature(config),
-        save_every_steps=cfg.train.checkpoint_every_steps,
-        max_to_keep=cfg.train.max_checkpoints_to_keep,
-    )
-    state, first_step, finished = resume.start_or_resume(
-        stage=STAGE, workdir=workdir, checkpoints=checkpoints, create_state=create_state,
-        mesh=mesh, total_steps=total_steps,
+    checkpoints, state, first_step, finished = resume.open_stage(
+        stage=STAGE, workdir=workdir, signature=signature(config), train_config=cfg.train,
+        create_state=create_state, mesh=mesh, total_steps=total_steps,
     )
     if finished is not None:
-        checkpoints.close()
         return finished
 
     if first_step < total_steps:

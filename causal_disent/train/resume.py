@@ -53,6 +53,34 @@ def start_or_resume(
     return state, first_step, None
 
 
+def open_stage(
+    *,
+    stage: str,
+    workdir: Path,
+    signature: dict,
+    train_config,
+    create_state: Callable,
+    mesh: Mesh,
+    total_steps: int,
+):
+    """The stage's checkpoints (per `train_config`'s checkpoint_every_steps and
+    max_checkpoints_to_keep) and `start_or_resume`'s (state, first_step,
+    finished_results); the checkpoints are already closed when the stage is finished.
+    """
+    checkpoints = StageCheckpoints(
+        workdir, stage, signature,
+        save_every_steps=train_config.checkpoint_every_steps,
+        max_to_keep=train_config.max_checkpoints_to_keep,
+    )
+    state, first_step, finished = start_or_resume(
+        stage=stage, workdir=workdir, checkpoints=checkpoints, create_state=create_state,
+        mesh=mesh, total_steps=total_steps,
+    )
+    if finished is not None:
+        checkpoints.close()
+    return checkpoints, state, first_step, finished
+
+
 def restore_params(checkpoints: StageCheckpoints, create_state: Callable, mesh: Mesh):
     """The parameters of the latest checkpoint (which must exist), replicated."""
     try:

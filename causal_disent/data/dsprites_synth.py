@@ -112,23 +112,49 @@ class DSpritesSynth(FactorDataset):
         return images[..., None]
 
     def _draw(self, factors: np.ndarray) -> np.ndarray:
-        """[B, 5] factor indices -> [B, 64, 64] uint8 in {0, 255}."""
+        """[B, 5] factor indices -> [B, 64, 64] uint8 in {0, 255}.
+
+        Only the window of pixels whose centres can lie in the sprite's disc is
+        tested (`_WINDOW` px square about the centroid; the rest of the canvas is
+        always off), which is ~9x less work than testing the whole canvas.
+        """
         shape, scale, angle, x_pos, y_pos = (
             np.asarray(values)[factors[:, f]] for f, values in enumerate(self.factor_values)
         )
         # 2*pi -> 0 exactly, so orientations 0 and 39 give identical images.
         angle = np.mod(angle, 2.0 * np.pi)
         travel = IMAGE_SIZE - 2.0 * MARGIN
+        centre_x, centre_y = MARGIN + travel * x_pos, MARGIN + travel * y_pos
+        # First pixel whose centre can be within SPRITE_RADIUS of the centroid.
+        first_col = _window_start(centre_x)
+        first_row = _window_start(centre_y)
+        cols = first_col[:, None] + np.arange(_WINDOW)  # [B, W]
+        rows = first_row[:, None] + np.arange(_WINDOW)
         radius = (SPRITE_RADIUS * scale)[:, None, None]
         # Offsets from the centroid in sprite units, v pointing up (rows grow down).
-        u = (self._pixel_centres[None, None, :] - (MARGIN + travel * x_pos)[:, None, None]) / radius
-        v = ((MARGIN + travel * y_pos)[:, None, None] - self._pixel_centres[None, :, None]) / radius
+        u = (cols[:, None, :] + 0.5 - centre_x[:, None, None]) / radius
+        v = (centre_y[:, None, None] - (rows[:, :, None] + 0.5)) / radius
         # Undo a counter-clockwise rotation to test against the upright shape.
         cos, sin = np.cos(angle)[:, None, None], np.sin(angle)[:, None, None]
         u, v = cos * u + sin * v, cos * v - sin * u
         on = np.zeros(u.shape, bool)
         for code, inside in enumerate(_INSIDE):
-            rows = shape == code + 1
-            if rows.any():
-                on[rows] = inside(u[rows], v[rows])
-        return on.astype(np.uint8) * np.uint8(255)
+            selected = shape == code + 1
+            if selected.any():
+                on[selected] = inside(u[selected], v[selected])
+        images = np.zeros((len(factors), IMAGE_SIZE, IMAGE_SIZE), np.uint8)
+        batch = np.arange(len(factors))[:, None, None]
+        images[batch, rows[:, :, None], cols[:, None, :]] = on.astype(np.uint8) * np.uint8(255)
+        return images
+
+
+# Side of the square window that holds every pixel centre within SPRITE_RADIUS of a
+# centroid: 2 * SPRITE_RADIUS + 1 centres fit in any interval of that length.
+_WINDOW = int(2 * SPRITE_RADIUS) + 2
+
+
+def _window_start(centre: np.ndarray) -> np.ndarray:
+    """First pixel index of the window about `centre` (pixel coordinates), kept on
+    the canvas (MARGIN > SPRITE_RADIUS + 1 keeps the window inside anyway)."""
+    start = np.ceil(centre - SPRITE_RADIUS - 0.5).astype(np.int64)
+    return np.clip(start, 0, IMAGE_SIZE - _WINDOW)

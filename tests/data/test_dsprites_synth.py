@@ -210,3 +210,29 @@ def test_bad_input_is_rejected(dataset):
         dataset.render(np.array([[0, 0, 40, 0, 0]]))
     with pytest.raises(ValueError, match="factors must hold integers"):
         dataset.render(np.zeros((1, 5), np.float32))
+
+
+def _full_canvas_render(dataset, factors) -> np.ndarray:
+    """Reference: test every pixel of the canvas against the shape (no window)."""
+    values = [np.asarray(v)[factors[:, f]] for f, v in enumerate(dataset.factor_values)]
+    shape, scale, angle, x_pos, y_pos = values
+    angle = np.mod(angle, 2 * np.pi)
+    travel = 64 - 2 * dsp.MARGIN
+    radius = (dsp.SPRITE_RADIUS * scale)[:, None, None]
+    u = (PIXEL_CENTRES[None, None, :] - (dsp.MARGIN + travel * x_pos)[:, None, None]) / radius
+    v = ((dsp.MARGIN + travel * y_pos)[:, None, None] - PIXEL_CENTRES[None, :, None]) / radius
+    cos, sin = np.cos(angle)[:, None, None], np.sin(angle)[:, None, None]
+    u, v = cos * u + sin * v, cos * v - sin * u
+    inside = [dsp._inside_square, dsp._inside_ellipse, dsp._inside_heart]
+    on = np.stack([inside[int(s) - 1](u[b], v[b]) for b, s in enumerate(shape)])
+    return on.astype(np.uint8) * 255
+
+
+def test_windowed_render_equals_the_full_canvas_test(dataset):
+    # Every shape, scale, orientation; positions at the extremes and in between.
+    rng = np.random.default_rng(0)
+    factors = dataset.sample_factors(rng, 3000)
+    factors[:200, X_POSITION] = rng.choice([0, 31], 200)
+    factors[100:300, Y_POSITION] = rng.choice([0, 31], 200)
+    np.testing.assert_array_equal(dataset.render(factors)[..., 0],
+                                  _full_canvas_render(dataset, factors))

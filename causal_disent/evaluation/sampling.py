@@ -1,7 +1,10 @@
 """Drawing the arrays the disentanglement scores need from a `FactorDataset`.
 
 `representation_fn(images [B, H, W, C] uint8) -> [B, D] float` is the encoder mean
-(SPEC §5); it is called on batches of `batch_size` images (disentanglement_lib
+(SPEC §5). A representation with a `codes_of_factors(factors [n, F]) -> [n, D]`
+method (the ground truth, a random projection, a cache of encoded images; see
+`representations`) is asked for the codes of the factors directly, with no
+rendering here. Otherwise it is called on batches of `batch_size` images (disentanglement_lib
 uses 16 for MIG/DCI/SAP/modularity and the score batch of 64 for BetaVAE/FactorVAE;
 with a deterministic encoder the batch size does not change the result, so we use
 64 throughout). All randomness comes from the numpy Generator passed in.
@@ -33,19 +36,27 @@ def representations_of(dataset: FactorDataset, representation_fn: Representation
     factors = np.asarray(factors)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if len(factors) == 0:
+        raise ValueError("no factors to represent")
+    if hasattr(representation_fn, "codes_of_factors"):
+        codes = np.asarray(representation_fn.codes_of_factors(factors), np.float64)
+        _check_codes(codes, len(factors))
+        return codes
     codes = []
     for start in range(0, len(factors), batch_size):
         images = dataset.render(factors[start : start + batch_size])
         batch_codes = np.asarray(representation_fn(images), np.float64)
-        if batch_codes.ndim != 2 or len(batch_codes) != len(images):
-            raise ValueError(
-                f"representation_fn must return [B, D] for B = {len(images)} images, got "
-                f"shape {batch_codes.shape}"
-            )
+        _check_codes(batch_codes, len(images))
         codes.append(batch_codes)
-    if not codes:
-        raise ValueError("no factors to represent")
     return np.concatenate(codes, axis=0)
+
+
+def _check_codes(codes: np.ndarray, count: int) -> None:
+    if codes.ndim != 2 or len(codes) != count:
+        raise ValueError(
+            f"the representation must return [B, D] codes for B = {count} inputs, got "
+            f"shape {codes.shape}"
+        )
 
 
 def sample_codes_and_factors(dataset: FactorDataset, representation_fn: RepresentationFn,

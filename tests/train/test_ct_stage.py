@@ -108,3 +108,27 @@ def test_bad_ct_config_values(tmp_path):
     config.ct.model.noise = "gaussian"
     with pytest.raises(stages.InvalidRunError, match="noise must be one of"):
         stages.validate(config, tmp_path, stages.make_data_mesh())
+
+
+def test_metric_card_of_a_trained_run(two_stage_run):
+    from causal_disent.evaluation import card, representations, trained_runs
+    from causal_disent.train.sharding import make_data_mesh
+
+    workdir, results = two_stage_run
+    run = trained_runs.open_run(workdir, make_data_mesh(), batch_size=16)
+    assert run.family == "ctvae" and list(run.representations) == ["code_indices",
+                                                                     "codebook_vectors"]
+    config = tiny_config().mcqvae.model
+    images = run.dataset.images(np.arange(3))
+    nodes = config.num_codebooks * (64 // 2 ** len(config.downsample_widths)) ** 2
+    indices = run.representations["code_indices"](images)
+    assert indices.shape == (3, nodes)
+    assert np.all(indices == np.round(indices)) and indices.min() >= 0
+    assert indices.max() < config.num_codes
+    vectors = run.representations["codebook_vectors"](images)
+    assert vectors.shape == (3, nodes * config.latent_dim // config.num_codebooks)
+    cached = representations.CachedCodes(run.dataset, run.representations["code_indices"])
+    scored = card.metric_card(run.dataset, cached, ["mig", "betavae"], num_samples=40)
+    assert 0.0 <= scored["metrics"]["mig"]["scores"]["discrete_mig"] <= 1.0
+    causal = run.causal_scores()
+    assert causal["action_accuracy"] == pytest.approx(results["ct"]["action_accuracy"])

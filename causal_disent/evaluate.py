@@ -1,0 +1,138 @@
+r"""Writes a metric card: every disentanglement score, with its settings and timings.
+
+  python -m causal_disent.evaluate --workdir=W --metrics=all
+      scores the trained run in W (its latest checkpoint) -> W/metrics_card.json
+  python -m causal_disent.evaluate --model=identity --dataset=dsprites_synth --metrics=all
+  python -m causal_disent.evaluate --model=random --dataset=dsprites_synth --metrics=all
+      score the ground-truth factors (the ceiling) / a random projection of them (the
+      floor) -> metrics_card_<model>_<dataset>.json, or --output
+
+Options: --metrics=mig,dci,... (names in `evaluation.card.METRICS`),
+--num_samples (each metric's training points; test sets are half: the reference
+10 000 / 5 000 by default), --seed, --representation (a trained run's: its default,
+a name, or all; MCQ-VAE/CT-VAE runs have code_indices and codebook_vectors,
+CausalVAE runs encoder_mean and concepts). See `evaluation/card.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from absl import app, flags, logging
+
+_WORKDIR = flags.DEFINE_string("workdir", None, "A finished run of causal_disent.main.")
+_MODEL = flags.DEFINE_enum(
+    "model", "trained", ["trained", "identity", "random"],
+    "trained: the run in --workdir; identity / random: the ground-truth factors / a "
+    "random projection of them, on --dataset.")
+_DATASET = flags.DEFINE_string(
+    "dataset", None, "Dataset name (identity / random; default: the run's).")
+_DATA_DIR = flags.DEFINE_string("data_dir", "", "Where real (TFDS) datasets are read from.")
+_METRICS = flags.DEFINE_string("metrics", "all", "'all' or a comma-separated list.")
+_REPRESENTATION = flags.DEFINE_string(
+    "representation", "default", "A trained run's representation: default, a name, or all.")
+_NUM_SAMPLES = flags.DEFINE_integer("num_samples", 10_000, "Training points per metric.")
+_SEED = flags.DEFINE_integer("seed", 0, "Seed of every metric's sampling and classifiers.")
+_OUTPUT = flags.DEFINE_string(
+    "output", None,
+    "Card path. Default: WORKDIR/metrics_card.json, or metrics_card_<model>_<dataset>.json "
+    "when there is no workdir.")
+
+
+def main(argv) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    try:
+        card, output = build_card()
+    except ValueError as error:  # bad flags, missing or unusable runs: say why, no trace
+        sys.exit(f"error: {error}")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(card, indent=2, allow_nan=True) + "\n")
+    print(summary(card))
+    print(f"metrics card: {output.absolute()}")
+
+
+def build_card() -> tuple[dict, Path]:
+    # Imported here so that --help answers before JAX starts.
+    from causal_disent.data import registry
+    from causal_disent.evaluation import card as cards
+    from causal_disent.evaluation import representations, trained_runs
+
+    names = cards.parse_metric_names(_METRICS.value)
+    workdir = Path(_WORKDIR.value) if _WORKDIR.value else None
+    result = {"model": _MODEL.value, "workdir": str(workdir.absolute()) if workdir else None}
+    if _MODEL.value == "trained":
+        if workdir is None:
+            raise ValueError("--model=trained needs --workdir=DIR of a finished run "
+                             "(or use --model=identity / random with --dataset)")
+        from causal_disent.train.sharding import make_data_mesh
+
+        run = trained_runs.open_run(workdir, make_data_mesh())
+        dataset = run.dataset
+        if _DATASET.value and _DATASET.value != dataset.name:
+            raise ValueError(f"--dataset={_DATASET.value} but the run was trained on "
+                             f"{dataset.name}; leave --dataset out for a trained run")
+        chosen = choose_representations(run.representations, _REPRESENTATION.value)
+        result["family"] = run.family
+        scored = {name: representations.CachedCodes(dataset, rep) for name, rep in chosen}
+    else:
+        dataset_name = _DATASET.value
+        if dataset_name is None and workdir is not None:
+            dataset_name = trained_runs.load_config(workdir).data.name
+        if dataset_name is None:
+            raise ValueError(f"--model={_MODEL.value} needs --dataset=NAME (one of "
+                             f"{', '.join(registry.DATASETS)})")
+        dataset = registry.get_dataset(dataset_name, _DATA_DIR.value or None)
+        rep = (representations.identity_representation(dataset) if _MODEL.value == "identity"
+               else representations.random_representation(dataset, seed=_SEED.value))
+        scored = {rep.name: rep}
+    result["dataset"] = dataset.name
+    result["representations"] = {}
+    for name, rep in scored.items():
+        logging.info("scoring representation %s on %s", name, dataset.name)
+        result["representations"][name] = cards.metric_card(
+            dataset, rep, names, _NUM_SAMPLES.value, _SEED.value,
+            log=lambda line, name=name: logging.info("[%s] %s", name, line))
+        if isinstance(rep, representations.CachedCodes):
+            result["representations"][name]["images_encoded"] = rep.images_encoded
+    if _MODEL.value == "trained":
+        result["causal"] = cards.to_json(run.causal_scores())
+    output = Path(_OUTPUT.value) if _OUTPUT.value else (
+        workdir / "metrics_card.json" if workdir is not None
+        else Path(f"metrics_card_{_MODEL.value}_{dataset.name}.json"))
+    return result, output
+
+
+def choose_representations(available: dict, argument: str) -> list:
+    """[(name, representation)]: the run's first one for "default", all, or one."""
+    if argument == "default":
+        return [next(iter(available.items()))]
+    if argument == "all":
+        return list(available.items())
+    if argument not in available:
+        raise ValueError(f"unknown --representation={argument}; this run has: default, all, "
+                         f"{', '.join(available)}")
+    return [(argument, available[argument])]
+
+
+def summary(card: dict) -> str:
+    from causal_disent.evaluation.card import headline
+
+    lines = [f"{card['model']} on {card['dataset']}"]
+    for rep_name, rep_card in card["representations"].items():
+        lines.append(f"  representation {rep_name} ({rep_card['total_seconds']:.0f} s):")
+        for name, entry in rep_card["metrics"].items():
+            lines.append(f"    {name:24s} {headline(name, entry['scores'])}  "
+                         f"[{entry['seconds']:.1f} s]")
+    causal = card.get("causal") or {}
+    shown = {key: causal[key] for key in ("mic", "tic", "shd", "action_accuracy",
+                                          "factor_accuracy") if key in causal}
+    if shown:
+        lines.append(f"  causal: {shown}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,156 @@
+"""The metric card and the representations it scores: ceiling and floor, seeding,
+caching of encoded images, the command line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from causal_disent.data import registry
+from causal_disent.evaluation import card, representations, sampling
+from tests.helpers import REPO_ROOT
+
+SMALL = 300  # samples per metric: enough for the ceiling/floor to separate
+
+
+@pytest.fixture(scope="module")
+def dsprites():
+    return registry.get_dataset("dsprites_synth")
+
+
+@pytest.fixture(scope="module")
+def identity_card(dsprites):
+    rep = representations.identity_representation(dsprites)
+    return card.metric_card(dsprites, rep, list(card.METRICS), num_samples=SMALL, seed=0)
+
+
+def scores_of(metric_card, name):
+    return metric_card["metrics"][name]["scores"]
+
+
+def test_identity_card_reaches_the_ceiling_where_the_metric_allows(identity_card):
+    assert scores_of(identity_card, "betavae")["eval_accuracy"] == 1.0
+    assert scores_of(identity_card, "factorvae")["eval_accuracy"] == 1.0
+    dci = scores_of(identity_card, "dci")
+    assert dci["disentanglement"] > 0.95 and dci["completeness"] > 0.95
+    # Modularity below 1 at 300 samples: the plug-in MI is biased upward off-factor.
+    assert scores_of(identity_card, "modularity_explicitness")["modularity_score"] > 0.9
+    assert abs(scores_of(identity_card, "unsupervised")["gaussian_total_correlation"]) < 0.05
+
+
+def test_identity_mig_at_the_reference_size(dsprites):
+    rep = representations.identity_representation(dsprites)
+    mig = card.metric_card(dsprites, rep, ["mig"], num_samples=10_000)["metrics"]["mig"]
+    # 20 bins cannot hold orientation's 40 values, so MIG stays below 1.
+    assert 0.85 < mig["scores"]["discrete_mig"] < 1.0
+
+
+def test_card_records_settings_timings_and_versions(identity_card):
+    assert identity_card["num_samples"] == SMALL and identity_card["seed"] == 0
+    dci = identity_card["metrics"]["dci"]
+    assert dci["parameters"]["num_train"] == SMALL and dci["parameters"]["num_test"] == SMALL // 2
+    assert "GradientBoostingClassifier" in dci["notes"]["classifier"]
+    assert identity_card["metrics"]["factorvae"]["parameters"]["threshold"] == 0.05
+    assert all(entry["seconds"] >= 0 for entry in identity_card["metrics"].values())
+    assert identity_card["versions"]["scikit-learn"] and identity_card["versions"]["jax"]
+    json.dumps(identity_card)  # JSON-ready: arrays became lists
+
+
+def test_random_projection_is_the_floor(dsprites, identity_card):
+    rep = representations.random_representation(dsprites, seed=0)
+    floor = card.metric_card(dsprites, rep, ["mig", "dci", "unsupervised"], SMALL, seed=0)
+    assert scores_of(floor, "mig")["discrete_mig"] < 0.3
+    assert scores_of(floor, "dci")["disentanglement"] < 0.5 * scores_of(
+        identity_card, "dci")["disentanglement"]
+    assert scores_of(floor, "unsupervised")["gaussian_total_correlation"] > 0.3
+
+
+def test_a_metric_does_not_depend_on_the_others(dsprites, identity_card):
+    rep = representations.random_representation(dsprites, seed=1)
+    alone = card.metric_card(dsprites, rep, ["sap"], SMALL, seed=0)
+    with_others = card.metric_card(dsprites, rep, ["mig", "sap"], SMALL, seed=0)
+    assert scores_of(alone, "sap") == scores_of(with_others, "sap")
+    reseeded = card.metric_card(dsprites, rep, ["sap"], SMALL, seed=5)
+    assert scores_of(reseeded, "sap") != scores_of(alone, "sap")
+
+
+def test_metric_names_are_checked():
+    assert card.parse_metric_names("all") == list(card.METRICS)
+    assert card.parse_metric_names("dci, mig") == ["mig", "dci"]  # card order
+    with pytest.raises(ValueError, match="unknown metric.*'migg'.*choose 'all'"):
+        card.parse_metric_names("mig,migg")
+    with pytest.raises(ValueError, match="num_samples"):
+        card.metric_card(None, None, ["mig"], num_samples=1)
+
+
+class MeanIntensity:
+    """An image representation with a known answer: per-image mean and max pixel."""
+
+    name, description = "mean_intensity", "mean and max pixel"
+
+    def __call__(self, images):
+        flat = images.reshape(len(images), -1).astype(np.float64)
+        return np.stack([flat.mean(axis=1), flat.max(axis=1)], axis=1)
+
+
+def test_cached_codes_equal_rendered_ones_and_encode_each_image_once(dsprites):
+    rng = np.random.default_rng(0)
+    factors = dsprites.sample_factors(rng, 500)
+    factors = np.concatenate([factors, factors[:200]])  # repeats
+    direct = sampling.representations_of(dsprites, MeanIntensity(), factors)
+    cached = representations.CachedCodes(dsprites, MeanIntensity(), chunk_size=64)
+    np.testing.assert_allclose(sampling.representations_of(dsprites, cached, factors), direct)
+    unique = len(np.unique(dsprites.factors_to_index(factors)))
+    assert cached.images_encoded == unique + 1  # + the probe that sized the cache
+    sampling.representations_of(dsprites, cached, factors[:300])
+    assert cached.images_encoded == unique + 1
+
+
+def test_cache_too_large_falls_back_to_rendering(dsprites):
+    cached = representations.CachedCodes(dsprites, MeanIntensity(), max_bytes=1000)
+    factors = dsprites.sample_factors(np.random.default_rng(1), 50)
+    np.testing.assert_allclose(cached.codes_of_factors(factors),
+                               sampling.representations_of(dsprites, MeanIntensity(), factors))
+
+
+def test_image_representation_pads_the_last_batch_and_keeps_order():
+    rep = representations.ImageRepresentation(
+        "sum", "sum of pixels", lambda params, x: x.sum(axis=(1, 2, 3))[:, None] * params,
+        params=2.0, batch_size=4)
+    images = np.arange(10 * 2 * 2 * 1, dtype=np.uint8).reshape(10, 2, 2, 1)
+    expected = images.reshape(10, -1).sum(axis=1)[:, None] / 255.0 * 2.0
+    np.testing.assert_allclose(rep(images), expected, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"\[B, H, W, ch\]"):
+        rep(images[0])
+
+
+def run_evaluate(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, "-m", "causal_disent.evaluate", *args], env=env,
+                          capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+def test_command_line_writes_and_prints_the_card(tmp_path):
+    result = run_evaluate("--model=identity", "--dataset=pendulum", "--metrics=mig,betavae",
+                          "--num_samples=200", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = json.loads((tmp_path / "metrics_card_identity_pendulum.json").read_text())
+    metrics = saved["representations"]["identity"]["metrics"]
+    assert set(metrics) == {"mig", "betavae"}
+    assert metrics["betavae"]["scores"]["eval_accuracy"] == 1.0
+    assert "betavae" in result.stdout and "metrics card:" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--model=identity",), "needs --dataset"),
+    (("--model=trained",), "needs --workdir"),
+    (("--model=identity", "--dataset=pendulum", "--metrics=mgi"), "unknown metric"),
+    (("--workdir=nowhere",), "config.json not found"),
+])
+def test_command_line_errors_name_the_problem(tmp_path, args, message):
+    result = run_evaluate(*args, cwd=tmp_path)
+    assert result.returncode != 0
+    assert message in result.stderr and "Traceback" not in result.stderr

@@ -4,9 +4,9 @@
 
 CausalVAE (Eq. 14 with the augmented Lagrangian in place of α·H(A)):
 
-    L = −ELBO + λ·H(A) + (ρ/2)·H(A)² + β·l_u + γ·l_m + δ·KL(z̃ ‖ p(z|u))
+    L = −ELBO_w + λ·H(A) + (ρ/2)·H(A)² + β·l_u + γ·l_m + w·δ·KL(z̃ ‖ p(z|u))
 
-  −ELBO = BCE(x, f(z̃)) + KL(ε ‖ N(0, I)) + KL(z ‖ N(λ₁(u), I))     (Eq. 10)
+  −ELBO_w = BCE(x, f(z̃)) + KL(ε ‖ N(0, I)) + w·KL(z ‖ N(λ₁(u), I))   (Eq. 10 at w = 1)
 
   with z the causal layer's output and z̃ the mask layer's output (what the decoder
   reads). λ (multiplier) and ρ (penalty) are the augmented-Lagrangian state, held
@@ -15,8 +15,11 @@ CausalVAE (Eq. 14 with the augmented Lagrangian in place of α·H(A)):
   it) is not in Eq. 14: the authors' released code puts the label prior on the
   mask layer's output too, which keeps what the decoder reads in the label's units,
   so that intervention values v = λ₁(u) mean the same to the decoder as to z.
+  w (`label_prior_weight`, 1 = the paper) scales both label-prior KLs: at w = 1
+  they are a few nats against a pixel BCE of hundreds, so the concept codes follow
+  the labels only loosely in a short run (the configs say what they use and why).
 
-ConditionVAE: BCE(x, f(z)) + KL(z ‖ N(λ₁(u), I)), z = ε (no causal layer).
+ConditionVAE: BCE(x, f(z)) + w·KL(z ‖ N(λ₁(u), I)), z = ε (no causal layer).
 CausalVAE-unsup: BCE(x, f(z)) + KL(ε ‖ N(0, I)) + λ·H(A) + (ρ/2)·H(A)²: no labels.
 
 Labels arrive raw (`batch["labels"]`, [B, n]); `LabelScaling` maps them to the
@@ -74,12 +77,14 @@ def check_labels(labels, num_concepts: int) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class LossWeights:
-    """β (l_u), γ (l_m), δ (label prior on the mask layer's output), c of H(A)."""
+    """β (l_u), γ (l_m), δ (label prior on the mask layer's output), c of H(A), and
+    w (label_prior_weight), the weight of the label-prior KLs (1 = Eq. 10)."""
 
     beta: float = 1.0
     gamma: float = 1.0
     mask_prior_weight: float = 1.0
     dag_c: float = cv.DAG_CONSTRAINT_C
+    label_prior_weight: float = 1.0
 
 
 def _forward(model, params, batch):
@@ -109,9 +114,11 @@ def causalvae_loss(params, batch, rng, *, model, scaling: LabelScaling,
     )
     mask_loss = cv.mask_loss(outputs["z"], outputs["parent_prediction"])
     mask_prior_kl = cv.label_prior_kl(outputs["decoded_z"], None, prior_mean)
+    prior_weight = weights.label_prior_weight
     loss = (
-        elbo["negative_elbo"] + penalty + weights.beta * label_loss
-        + weights.gamma * mask_loss + weights.mask_prior_weight * mask_prior_kl
+        elbo["reconstruction"] + elbo["kl_exogenous"] + prior_weight * elbo["kl_label_prior"]
+        + penalty + weights.beta * label_loss + weights.gamma * mask_loss
+        + prior_weight * weights.mask_prior_weight * mask_prior_kl
     )
     return loss, {
         **elbo, "dag_constraint": constraint, "dag_penalty": penalty,
@@ -121,15 +128,17 @@ def causalvae_loss(params, batch, rng, *, model, scaling: LabelScaling,
 
 def condition_vae_loss(params, batch, rng, *, model, scaling: LabelScaling,
                        weights: LossWeights, lagrangian: cv.AugmentedLagrangian):
-    """ConditionVAE: reconstruction + KL(z ‖ N(λ₁(u), I)), z = ε."""
-    del rng, weights, lagrangian
+    """ConditionVAE: reconstruction + w·KL(z ‖ N(λ₁(u), I)), z = ε."""
+    del rng, lagrangian
     check_labels(batch["labels"], model.num_concepts)
     images, outputs = _forward(model, params, batch)
     prior_mean = scaling.prior_mean(batch["labels"])
     reconstruction = cv.bernoulli_reconstruction_loss(outputs["reconstruction_logits"], images)
     kl = cv.label_prior_kl(outputs["z"], None, prior_mean)
-    loss = reconstruction + kl
-    return loss, {"reconstruction": reconstruction, "kl_label_prior": kl, "negative_elbo": loss}
+    negative_elbo = reconstruction + kl
+    loss = reconstruction + weights.label_prior_weight * kl
+    return loss, {"reconstruction": reconstruction, "kl_label_prior": kl,
+                  "negative_elbo": negative_elbo}
 
 
 def causalvae_unsup_loss(params, batch, rng, *, model, scaling: LabelScaling,

@@ -10,12 +10,15 @@ NOTEARS / DAG-GNN outer update (`update_augmented_lagrangian`) every
 `objective.lagrangian_update_every_steps` steps, the steps in between being the
 inner solve.
 
-Before that, as the paper does (§6, App. C.3), A alone is pre-trained on the labels
-(`pretrain_adjacency`): min_A l_u(A) + λ·H(A) + (ρ/2)·H(A)² by full-batch Adam on
-the training split's labels, with the same outer updates every
-`graph_pretrain_update_every` steps. It needs no images, so it costs seconds; the
-joint run starts from its A, λ and ρ (`graph_pretrain_steps = 0` skips it, and
-CausalVAE-unsup, which has no labels, never does it).
+A starts at 0, or, when `graph_pretrain_steps > 0`, as the paper does (§6, App.
+C.3), from a pre-training of A alone on the labels (`pretrain_adjacency`): min_A
+l_u(A) + λ·H(A) + (ρ/2)·H(A)² by full-batch Adam on the training split's labels,
+with the same outer updates every `graph_pretrain_update_every` steps. It needs no
+images, so it costs seconds; the joint run starts from its A, λ and ρ (CausalVAE-
+unsup, which has no labels, never does it). The configs leave it off: on Pendulum
+l_u's minimum over all DAGs is not the true graph (configs/causalvae_pendulum.py).
+`objective.initial_adjacency`, when not empty, sets A by hand instead (as the
+authors' released code did).
 
 Evaluation on the test split: MIC / TIC (×100) between each concept's code (the
 mean over its k dims of z, the causal layer's output, which the label prior ties to
@@ -127,6 +130,15 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
             "causalvae.objective.graph_pretrain_steps > 0 needs graph_pretrain_update_every "
             ">= 1 and graph_pretrain_learning_rate > 0"
         )
+    if len(objective.initial_adjacency) and np.shape(objective.initial_adjacency) != (
+        model.num_concepts, model.num_concepts
+    ):
+        raise ValueError(
+            f"causalvae.objective.initial_adjacency must be empty or {model.num_concepts}x"
+            f"{model.num_concepts}; got shape {np.shape(objective.initial_adjacency)}"
+        )
+    if objective.label_prior_weight <= 0:
+        raise ValueError("causalvae.objective.label_prior_weight must be positive")
     if train.graph_threshold < 0 or train.figure_values < 1:
         raise ValueError("causalvae.train needs graph_threshold >= 0 and figure_values >= 1")
     check_batch_divisible(optim.batch_size, mesh, "causalvae.optim.batch_size")
@@ -154,6 +166,7 @@ def loss_weights(objective: ml_collections.ConfigDict) -> LossWeights:
     return LossWeights(
         beta=objective.beta, gamma=objective.gamma,
         mask_prior_weight=objective.mask_prior_weight, dag_c=objective.dag_c,
+        label_prior_weight=objective.label_prior_weight,
     )
 
 
@@ -329,7 +342,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     objective = cfg.objective
     initial_adjacency = initial_lagrangian = None
     pretraining = None
-    if model.uses_label_prior and model.has_causal_layer and objective.graph_pretrain_steps > 0:
+    if model.has_causal_layer and len(objective.initial_adjacency):
+        # A given by hand (as the authors' released code did): no pre-training.
+        initial_adjacency = np.asarray(objective.initial_adjacency, np.float32)
+    elif model.uses_label_prior and model.has_causal_layer and objective.graph_pretrain_steps > 0:
         # Deterministic and cheap, so a resumed run recomputes it rather than saving it.
         initial_adjacency, initial_lagrangian, history = pretrain_adjacency(
             np.asarray(scaling.unit_interval(labels[split["train"]])),
@@ -389,6 +405,8 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         graph_threshold=cfg.train.graph_threshold, dag_c=cfg.objective.dag_c,
     )
     results["steps"] = int(jax.device_get(state.step))
+    if model.has_causal_layer and len(objective.initial_adjacency):
+        results["initial_adjacency"] = np.asarray(objective.initial_adjacency).tolist()
     if pretraining is not None:
         results["pretrained_adjacency"] = pretraining["adjacency"]
         results["pretraining_final"] = pretraining["history"][-1]
@@ -479,11 +497,13 @@ def evaluate(*, model, params, dataset, indices, labels, mesh, batch_size,
 def save_intervention_figure(model, params, image: np.ndarray, train_prior_means: np.ndarray,
                              learned_graph, num_values: int, path: Path) -> None:
     """One row per concept: the test image, then do(z_c = v) for `num_values` values v
-    spanning the training labels' prior means λ₁(u_c). A concept with children in
-    the learned graph is set at the mask layer's input and output (its children
-    follow); one without, at the output only (its causes stay as they are)."""
-    prior_means = np.asarray(train_prior_means)
-    values = np.linspace(prior_means.min(axis=0), prior_means.max(axis=0), num_values).T
+    from the 5th to the 95th percentile of the training labels' prior means λ₁(u_c)
+    (the extremes, combined with the other concepts' values, are far off the data
+    and decode poorly). A concept with children in the learned graph is set at the
+    mask layer's input and output (its children follow); one without, at the output
+    only (its causes stay as they are)."""
+    low, high = np.percentile(np.asarray(train_prior_means), [5, 95], axis=0)
+    values = np.linspace(low, high, num_values).T
     if learned_graph is None:
         has_children = np.zeros(model.num_concepts, bool)
     else:

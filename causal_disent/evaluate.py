@@ -44,6 +44,9 @@ _OUTPUT = flags.DEFINE_string(
 def main(argv) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    from causal_disent.train.reporting import quiet_orbax_info
+
+    logging.get_absl_handler().addFilter(quiet_orbax_info)
     try:
         card, output = build_card()
     except ValueError as error:  # bad flags, missing or unusable runs: say why, no trace

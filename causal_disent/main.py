@@ -7,7 +7,6 @@ r"""Trains a config's stages.
 Logic lives in `causal_disent.train`, which the tests exercise directly.
 """
 
-import logging as python_logging
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from causal_disent.train import stages
+from causal_disent.train.reporting import quiet_orbax_info
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Config file, optionally with a variant: FILE.py:small.",
@@ -38,11 +38,6 @@ def default_workdir(config_argument: str) -> Path:
     path, _, variant = config_argument.partition(":")
     name = Path(path).stem + (f"_{variant}" if variant else "")
     return Path("workdirs") / name
-
-
-def quiet_orbax_info(record: python_logging.LogRecord) -> bool:
-    """Keeps orbax's per-save INFO lines out of the console; warnings still show."""
-    return record.levelno >= python_logging.WARNING or "orbax" not in record.pathname
 
 
 def main(argv):

@@ -68,7 +68,7 @@ METRICS: dict[str, tuple[Callable, Callable[[int], dict], dict]] = {
                      {"total_correlation": "of a Gaussian with the codes' covariance"}),
 }
 
-LIBRARIES = ("causal_disent", "jax", "flax", "numpy", "scipy", "scikit-learn")
+LIBRARIES = ("jax", "flax", "numpy", "scipy", "scikit-learn")
 
 
 def parse_metric_names(argument: str) -> list[str]:
@@ -104,8 +104,10 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
     card = {
         "dataset": {"name": dataset.name, "factor_names": list(dataset.factor_names),
                     "factor_sizes": list(dataset.factor_sizes)},
-        "representation": {"name": representation.name,
-                           "description": representation.description},
+        "representation": {
+            "name": getattr(representation, "name", type(representation).__name__),
+            "description": getattr(representation, "description", ""),
+        },
         "num_samples": int(num_samples),
         "seed": int(seed),
         "metrics": {},
@@ -147,7 +149,9 @@ def headline(name: str, result: dict) -> str:
 
 
 def library_versions() -> dict:
-    versions = {"python": platform.python_version()}
+    import causal_disent
+
+    versions = {"python": platform.python_version(), "causal_disent": causal_disent.__version__}
     for library in LIBRARIES:
         try:
             versions[library] = importlib.metadata.version(library)

@@ -6,6 +6,7 @@ stall the device pipeline every step.
 """
 
 import json
+import logging as python_logging
 import os
 import time
 from pathlib import Path
@@ -95,3 +96,9 @@ def update_results(workdir: str | Path, stage: str, results: dict) -> None:
 def read_results(workdir: str | Path) -> dict:
     path = Path(workdir) / "results.json"
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def quiet_orbax_info(record: python_logging.LogRecord) -> bool:
+    """A log filter that keeps orbax's per-save INFO lines out of the console;
+    warnings still show."""
+    return record.levelno >= python_logging.WARNING or "orbax" not in record.pathname

@@ -146,6 +146,17 @@ def test_dci_identity_constant_rotated():
     assert mixed["disentanglement"] < identity["disentanglement"] - 0.2
 
 
+
+def test_gbt_importances_do_not_depend_on_the_number_of_workers():
+    sizes = (3, 4, 3)
+    train, test = uniform_factors(200, 0, sizes), uniform_factors(100, 1, sizes)
+    codes = rotated(train) + np.random.default_rng(2).normal(0, 0.3, train.shape)
+    test_codes = rotated(test)
+    one = scores.gbt_importance_matrix(codes, train, test_codes, test, seed=3, num_workers=1)
+    two = scores.gbt_importance_matrix(codes, train, test_codes, test, seed=3, num_workers=2)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
 # --------------------------------------------------------------------------- #
 # BetaVAE and FactorVAE on a tiny dataset
 # --------------------------------------------------------------------------- #

@@ -11,7 +11,8 @@ import pytest
 from causal_disent import causalvae_interventions, models
 from causal_disent.data import registry
 from causal_disent.models.causalvae import VARIANTS
-from causal_disent.objectives.causalvae_variants import LOSSES
+from causal_disent.objectives import causalvae as cv
+from causal_disent.objectives.causalvae_variants import LOSSES, LossWeights
 from causal_disent.train import causalvae_stage, stages
 from configs import causalvae_pendulum
 
@@ -79,6 +80,26 @@ def test_lagrangian_updates_on_schedule(pendulum, scaling):
     assert np.isfinite(float(state.lagrangian.previous_constraint))
 
 
+@pytest.mark.parametrize("variant", ["causalvae", "condition_vae"])
+def test_label_prior_weight_scales_only_the_label_prior_kls(variant, pendulum, scaling):
+    dataset, batch = pendulum
+    model = build(variant, dataset.image_shape)
+    params = model.init(jax.random.key(0), jnp.zeros((1, *dataset.image_shape)))["params"]
+    lagrangian = cv.AugmentedLagrangian.create(multiplier=0.5, penalty=3.0)
+
+    def loss(weight):
+        weights = LossWeights(mask_prior_weight=0.7, label_prior_weight=weight)
+        return LOSSES[variant](params, batch, None, model=model, scaling=scaling,
+                               weights=weights, lagrangian=lagrangian)
+
+    loss_1, terms = loss(1.0)
+    loss_5, terms_5 = loss(5.0)
+    prior_kls = terms["kl_label_prior"] + 0.7 * terms.get("mask_prior_kl", 0.0)
+    np.testing.assert_allclose(loss_5 - loss_1, 4.0 * prior_kls, rtol=1e-3)
+    # The reported −ELBO stays Eq. 10's, whatever the weight.
+    np.testing.assert_allclose(terms_5["negative_elbo"], terms["negative_elbo"], rtol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("causalvae")
@@ -110,6 +131,24 @@ def test_finished_run_is_skipped_on_rerun(tiny_run):
     again = stages.run(tiny_config(), workdir)
     assert again["causalvae"]["mic"] == pytest.approx(results["causalvae"]["mic"])
 
+
+
+def test_metric_card_of_a_trained_run(tiny_run):
+    from causal_disent.evaluation import card, representations, trained_runs
+
+    workdir, results = tiny_run
+    run = trained_runs.open_run(workdir, stages.make_data_mesh(), batch_size=8)
+    assert run.family == "causalvae" and list(run.representations) == ["encoder_mean",
+                                                                        "concepts"]
+    images = run.dataset.images(np.arange(3))
+    assert run.representations["encoder_mean"](images).shape == (3, 16)  # n * k
+    cached = representations.CachedCodes(run.dataset, run.representations["concepts"])
+    scored = card.metric_card(run.dataset, cached, ["mig", "factorvae"], num_samples=30)
+    assert set(scored["metrics"]) == {"mig", "factorvae"}
+    # The causal scores are recomputed from the checkpoint: the run's own figures.
+    causal = run.causal_scores()
+    for key in ("mic", "tic", "shd"):
+        assert causal[key] == pytest.approx(results["causalvae"][key], abs=1e-4), key
 
 @pytest.fixture(scope="module")
 def true_graph_model(pendulum):
@@ -186,6 +225,30 @@ def test_bad_inputs_give_clear_errors(pendulum, scaling, true_graph_model, tmp_p
     config.data.name = "shapes3d_synth"
     with pytest.raises(stages.InvalidRunError, match="no concept labels"):
         stages.validate(config, tmp_path, stages.make_data_mesh())
+
+
+def test_bad_objective_settings_are_rejected(tmp_path):
+    config = tiny_config()
+    config.causalvae.objective.initial_adjacency = ((0.0, 1.0), (0.0, 0.0))
+    with pytest.raises(stages.InvalidRunError, match="initial_adjacency must be empty or 4x4"):
+        stages.validate(config, tmp_path, stages.make_data_mesh())
+    config = tiny_config()
+    config.causalvae.objective.label_prior_weight = 0.0
+    with pytest.raises(stages.InvalidRunError, match="label_prior_weight must be positive"):
+        stages.validate(config, tmp_path, stages.make_data_mesh())
+
+
+def test_a_hand_made_initial_adjacency_replaces_the_pretraining(tmp_path):
+    config = tiny_config()
+    true_graph = registry.get_dataset("pendulum").causal_graph
+    config.causalvae.objective.initial_adjacency = tuple(map(tuple, true_graph.tolist()))
+    config.causalvae.train.num_steps = 2
+    saved = stages.run(config, tmp_path)["causalvae"]
+    assert "pretrained_adjacency" not in saved
+    assert saved["initial_adjacency"] == true_graph.tolist()
+    # Two Adam steps at 1e-3 move each entry by at most ~2e-3: A is still the graph.
+    np.testing.assert_allclose(saved["learned_adjacency"], true_graph, atol=0.01)
+    assert saved["shd"] == 0
 
 
 def test_pretraining_of_a_on_labels_drives_the_dag_constraint_down(pendulum, scaling):

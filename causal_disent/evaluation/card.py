@@ -22,6 +22,7 @@ import numpy as np
 
 from causal_disent.evaluation import disentanglement, scores
 from causal_disent.evaluation.sampling import DEFAULT_BATCH_SIZE
+from causal_disent.train.reporting import to_python
 
 _LOGISTIC = ("sklearn LogisticRegression() defaults (lbfgs, C=1, max_iter=100, "
              "multinomial), random_state from the metric's rng")
@@ -166,8 +167,6 @@ def to_json(value):
         return {str(key): to_json(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_json(item) for item in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
+    if isinstance(value, (np.ndarray, np.generic)):
+        return to_python(value)
     return value

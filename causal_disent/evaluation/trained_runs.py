@@ -14,7 +14,6 @@ factor accuracy when stage 2 is trained).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from pathlib import Path
 from typing import Callable
@@ -24,11 +23,10 @@ import ml_collections
 import numpy as np
 from jax.sharding import Mesh
 
-from causal_disent import models
 from causal_disent.data import registry, splits, transitions
-from causal_disent.evaluation import ct_evaluation, representations
-from causal_disent.train import causalvae_stage, ct_stage, mcqvae_stage, resume
-from causal_disent.train.checkpoint import CheckpointError, StageCheckpoints
+from causal_disent.evaluation import representations
+from causal_disent.train import causalvae_stage, ct_stage, mcqvae_stage
+from causal_disent.train.checkpoint import CheckpointError
 
 
 class RunError(ValueError):
@@ -87,29 +85,19 @@ def open_run(workdir: str | Path, mesh: Mesh, batch_size: int = 256) -> TrainedR
 
 
 def _causalvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
-    cfg = config.causalvae
-    model = models.build_causalvae(cfg.model, dataset.image_shape)
-    checkpoints = StageCheckpoints(workdir, causalvae_stage.STAGE,
-                                   causalvae_stage.signature(config), 1, 1)
-    if checkpoints.latest_step() is None:
-        checkpoints.close()
-        raise RunError(f"no causalvae checkpoint in {checkpoints.directory}: train the run "
-                       f"first")
-    create_state = functools.partial(
-        causalvae_stage.create_state, model, dataset.image_shape, jax.random.key(0),
-        cfg.optim.learning_rate, cfg.objective.initial_penalty,
-    )
-    params = jax.device_get(resume.restore_params(checkpoints, create_state, mesh))
+    model, params = causalvae_stage.load_trained(config, workdir, mesh, dataset)
+    params = jax.device_get(params)
 
     def causal_scores() -> dict:
         split = splits.dataset_split(dataset, config.data.split_fractions,
                                      config.data.split_seed)
-        test = split["test"][: cfg.train.num_eval_images or None]
-        labels = dataset.labels(test).astype(np.float32)
+        test = causalvae_stage.evaluation_indices(config, split)
         return causalvae_stage.evaluate(
-            model=model, params=params, dataset=dataset, indices=test, labels=labels,
-            mesh=mesh, batch_size=cfg.train.eval_batch_size,
-            graph_threshold=cfg.train.graph_threshold, dag_c=cfg.objective.dag_c,
+            model=model, params=params, dataset=dataset, indices=test,
+            labels=dataset.labels(test).astype(np.float32), mesh=mesh,
+            batch_size=config.causalvae.train.eval_batch_size,
+            graph_threshold=config.causalvae.train.graph_threshold,
+            dag_c=config.causalvae.objective.dag_c,
         )
 
     return TrainedRun(workdir, config, "causalvae", dataset,
@@ -129,15 +117,9 @@ def _ctvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
         model, params = ct_stage.load_trained(config, workdir, mesh, dataset)
         split = splits.dataset_split(dataset, config.data.split_fractions,
                                      config.data.split_seed)
-        sampler = transitions.sampler_for(dataset, split, seed=config.seed)
-        results = ct_evaluation.evaluate(
-            model=model, params=params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
-            encode=ct_stage.make_encoder(mcqvae, mesh), dataset=dataset,
-            pairs=sampler.fixed_set("test", config.ct.train.num_eval_pairs), mesh=mesh,
-            batch_size=config.ct.train.eval_batch_size,
-            rng=jax.random.split(jax.random.key(config.seed + 1), 3)[2],
-        )
-        return results
+        return ct_stage.evaluate_on_test(
+            config, model, params, mcqvae, mcqvae_params, ct_stage.make_encoder(mcqvae, mesh),
+            dataset, transitions.sampler_for(dataset, split, seed=config.seed), mesh)
 
     return TrainedRun(workdir, config, "ctvae", dataset,
                       representations.mcqvae_representations(mcqvae, mcqvae_params, batch_size),

@@ -50,6 +50,7 @@ from causal_disent.objectives import causalvae as cv
 from causal_disent.objectives.causalvae_variants import LOSSES, LabelScaling, LossWeights
 from causal_disent.objectives.mcqvae import images_to_unit_range
 from causal_disent.train import reporting, resume
+from causal_disent.train.checkpoint import CheckpointError, StageCheckpoints
 from causal_disent.train.loop import fit
 from causal_disent.train.sharding import (
     batch_sharded,
@@ -396,7 +397,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         )
     checkpoints.close()
 
-    test_indices = split["test"][: cfg.train.num_eval_images or None]
+    test_indices = evaluation_indices(config, split)
     logging.info("[%s] evaluating on %d test images", STAGE, len(test_indices))
     params = state.params
     results = evaluate(
@@ -510,3 +511,26 @@ def save_intervention_figure(model, params, image: np.ndarray, train_prior_means
         has_children = np.asarray(learned_graph).sum(axis=1) > 0
     grid = causalvae_interventions.intervention_sweep(model, params, image, values, has_children)
     save_png(image_grid(grid), path, upscale=1)
+
+
+def evaluation_indices(config: ml_collections.ConfigDict, split: dict) -> np.ndarray:
+    """The test images the stage scores: the first `num_eval_images` (0 = all)."""
+    return split["test"][: config.causalvae.train.num_eval_images or None]
+
+
+def load_trained(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh, dataset):
+    """The model and its trained parameters (replicated over `mesh`) from `workdir`'s
+    latest checkpoint; CheckpointError if there is none."""
+    cfg = config.causalvae
+    model = models.build_causalvae(cfg.model, dataset.image_shape)
+    checkpoints = StageCheckpoints(workdir, STAGE, signature(config), 1, 1)
+    if checkpoints.latest_step() is None:
+        checkpoints.close()
+        raise CheckpointError(
+            f"no causalvae checkpoint in {checkpoints.directory}: train the run first"
+        )
+    make_state = functools.partial(
+        create_state, model, dataset.image_shape, jax.random.key(0),
+        cfg.optim.learning_rate, cfg.objective.initial_penalty,
+    )
+    return model, resume.restore_params(checkpoints, make_state, mesh)

@@ -154,7 +154,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     schedule = per_epoch_exponential_decay(
         cfg.optim.learning_rate, cfg.optim.decay_rate_per_epoch, steps_per_epoch
     )
-    init_rng, train_rng, eval_rng = jax.random.split(jax.random.key(config.seed + 1), 3)
+    init_rng, train_rng, eval_rng = stage_rngs(config)
     create_state = functools.partial(_create_state, model, init_rng, schedule)
 
     checkpoints, state, first_step, finished = resume.open_stage(
@@ -204,11 +204,8 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         )
     checkpoints.close()
 
-    results = ct_evaluation.evaluate(
-        model=model, params=state.params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
-        encode=encode, dataset=dataset, pairs=sampler.fixed_set("test", cfg.train.num_eval_pairs),
-        mesh=mesh, batch_size=cfg.train.eval_batch_size, rng=eval_rng,
-    )
+    results = evaluate_on_test(config, model, state.params, mcqvae, mcqvae_params, encode,
+                               dataset, sampler, mesh)
     results["steps"] = int(jax.device_get(state.step))
     if jax.process_index() == 0:
         ct_evaluation.save_figures(
@@ -219,6 +216,22 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     reporting.update_results(workdir, STAGE, results)
     logging.info("[%s] results: %s", STAGE, {k: v for k, v in results.items() if k != "confusion"})
     return results
+
+
+def stage_rngs(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(init, train, eval) keys of stage 2."""
+    return tuple(jax.random.split(jax.random.key(config.seed + 1), 3))
+
+
+def evaluate_on_test(config, model, params, mcqvae, mcqvae_params, encode, dataset, sampler,
+                     mesh: Mesh) -> dict:
+    """`ct_evaluation.evaluate` on the stage's fixed set of test transitions."""
+    cfg = config.ct
+    return ct_evaluation.evaluate(
+        model=model, params=params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
+        encode=encode, dataset=dataset, pairs=sampler.fixed_set("test", cfg.train.num_eval_pairs),
+        mesh=mesh, batch_size=cfg.train.eval_batch_size, rng=stage_rngs(config)[2],
+    )
 
 
 def _create_state(model: CausalTransition, init_rng, schedule) -> TrainState:

@@ -102,7 +102,8 @@ class CausalTransition(nn.Module):
     def __call__(
         self, codes: jax.Array, action: jax.Array, *, train: bool = False
     ) -> dict[str, jax.Array]:
-        """The transition of each example under its action (A = ∅, standard mode).
+        """The transition of each example under its action (A = ∅; standard mode
+        uses `null_transition`, the same function for an all-∅ batch).
 
         Args:
           codes: [B, N] int codes of X.
@@ -117,6 +118,25 @@ class CausalTransition(nn.Module):
             features, jnp.full_like(action, self.null_action)
         )
         return self._transition(codes, features, action, null_logits)
+
+    def null_transition(self, codes: jax.Array, *, train: bool = False) -> dict[str, jax.Array]:
+        """`__call__` with the ∅ action for every example (standard mode): the same
+        outputs from the same RNG streams, with the ∅ pair MLP evaluated once.
+
+        Under ∅, `__call__`'s "action" network is the ∅ network too. XLA merges the
+        two identical forward passes but not their backward passes (their
+        cotangents, mask·g and (1 − mask)·g, differ), so the pair MLP's backward,
+        the largest part of a standard step, would run twice.
+
+        Args:
+          codes: [B, N] int codes of X.
+        Returns:
+          the dict of `__call__`.
+        """
+        null = jnp.full(codes.shape[:1], self.null_action, jnp.int32)
+        features = self.node_features(codes, train)
+        null_logits = self.graph_sampler.network_logits(features, null)
+        return self._transition(codes, features, null, null_logits, action_logits=null_logits)
 
     def all_actions(self, codes: jax.Array, *, train: bool = False) -> dict[str, jax.Array]:
         """The transition of every example under every action 0..A−1 (causal mode).
@@ -153,9 +173,12 @@ class CausalTransition(nn.Module):
             jnp.zeros(codes.shape), identity, identity, noise_node,
         )
 
-    def _transition(self, codes, features, action, null_logits, noise=None):
+    def _transition(self, codes, features, action, null_logits, noise=None, action_logits=None):
+        """The shared body of every transition; `action_logits` ([B, N, N]) skips
+        evaluating the action's pair MLP when the caller already has its logits."""
         mask = self.intervention_mask(codes, action, self.positions)
-        action_logits = self.graph_sampler.network_logits(features, action)
+        if action_logits is None:
+            action_logits = self.graph_sampler.network_logits(features, action)
         edge_logits = self.graph_sampler.combine(mask["mask"], action_logits, null_logits)
         graph = self.graph_sampler.sample(edge_logits)
         if noise is None:

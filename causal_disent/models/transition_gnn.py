@@ -23,9 +23,14 @@ heads are ever computed: the stacked parameters are gathered by action, which
 saves (A + 1)/2 × the work of running every head.
 
 Which edges exist comes from the hard `adjacency` (threshold 0.5), so a non-edge
-contributes exactly nothing. Gradients reach the graph twice: through the edge
-feature w_ij = edge_weights and multiplicatively, because the normalised attention
-of a latent edge is multiplied by adjacency[b, i, j] (1 forward, a straight-through
+contributes exactly nothing, forward or backward: its score is replaced by a
+constant before the softmax (so its edge feature w_ij gets no gradient), and the
+gradient reaching its gate is its softmax weight times the upstream gradient, the
+weight being exactly 0 (exp of −1e9). An edge that was not sampled (adjacency 0)
+thus gets exactly zero gradient from the likelihood; only the graph regularisers
+move its logit. A sampled edge passes the likelihood's gradient to the graph twice:
+through its edge feature w_ij = σ_ij·M_ij and through the gate, the normalised
+attention being multiplied by adjacency[b, i, j] (1 forward, the straight-through
 gradient backward).
 
 Two backends compute the same function with the same parameter tree:

@@ -70,11 +70,13 @@ def fold_factor_probabilities(action_probs: jax.Array) -> jax.Array:
 def standard_loss(params, batch, rng, *, model: nn.Module, weights) -> tuple[jax.Array, dict]:
     """No action: reproduce X from X over the ∅ graph, and over the identity graph."""
     codes = batch["x_codes"]
-    null = jnp.full(codes.shape[:1], model.num_actions, jnp.int32)
-    rngs = _rngs(rng)
-    out = model.apply({"params": params}, codes, null, train=True, rngs=rngs)
+    null_rngs, identity_rngs = standard_rngs(rng)
+    out = model.apply(
+        {"params": params}, codes, train=True, rngs=null_rngs, method=model.null_transition
+    )
     identity_logits = model.apply(
-        {"params": params}, codes, train=True, rngs=rngs, method=model.identity_transition
+        {"params": params}, codes, train=True, rngs=identity_rngs,
+        method=model.identity_transition,
     )
     terms = {
         "ce_x": code_cross_entropy(out["logits"], codes).mean(),
@@ -133,6 +135,17 @@ def default_weights() -> ml_collections.ConfigDict:
 def _rngs(rng: jax.Array) -> dict[str, jax.Array]:
     gumbel_rng, dropout_rng, noise_rng = jax.random.split(rng, 3)
     return {"gumbel": gumbel_rng, "dropout": dropout_rng, "noise": noise_rng}
+
+
+def standard_rngs(rng: jax.Array) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
+    """The RNG streams of standard mode's two passes: (∅ transition, identity graph).
+
+    Each pass gets its own keys; shared keys would give the identity pass the same
+    positional-dropout mask and exogenous noise as the ∅ pass, so its loss would not
+    be an independent draw (and XLA would fold the two dropout draws into one).
+    """
+    null_rng, identity_rng = jax.random.split(rng)
+    return _rngs(null_rng), _rngs(identity_rng)
 
 
 def _structure_metrics(out: dict) -> dict:

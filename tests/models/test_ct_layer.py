@@ -80,6 +80,40 @@ def test_all_actions_equals_one_action_at_a_time(model_and_params):
         )
 
 
+def test_null_transition_equals_the_general_path(model_and_params):
+    """Standard mode's ∅-only path (the ∅ pair MLP evaluated once) gives the outputs
+    and the gradients of `__call__` with ∅ for every example, from the same streams."""
+    model, params = model_and_params
+    codes = codes_batch()["x_codes"]
+    rngs = {"gumbel": jax.random.key(1), "dropout": jax.random.key(2)}
+    null = jnp.full(B, A, jnp.int32)
+
+    def general(p):
+        return model.apply({"params": p}, codes, null, train=True, rngs=rngs)
+
+    def once(p):
+        return model.apply(
+            {"params": p}, codes, train=True, rngs=rngs, method=model.null_transition
+        )
+
+    expected, outputs = general(params), once(params)
+    assert set(outputs) == set(expected)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(outputs[key], value, err_msg=key)
+
+    def grad_of(forward):
+        def loss(p):
+            out = forward(p)
+            likelihood = ct.code_cross_entropy(out["logits"], codes).mean()
+            return likelihood + ct.identity_adjacency_loss(out["adjacency"])
+
+        return jax.jit(jax.grad(loss))(params)
+
+    expected_grads, grads = grad_of(general), grad_of(once)
+    assert float(jnp.abs(grads["graph_sampler"]["child_kernel"]).max()) > 0
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-8), grads, expected_grads)
+
+
 def test_identity_graph_learns_to_reproduce_the_codes():
     """With M = I (each node sees only itself and the ∅ action), the GNN can learn the
     identity map on codes: a short overfit reaches exact reproduction."""

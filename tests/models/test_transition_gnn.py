@@ -213,3 +213,25 @@ def test_empty_adjacency_gives_finite_logits_and_gradients(inputs, params, backe
 def test_unknown_backend_fails_clearly(inputs):
     with pytest.raises(ValueError, match="backend"):
         make_model("sparse").init(jax.random.key(0), **inputs)
+
+
+@pytest.mark.parametrize("backend", ["dense", "jraph"])
+def test_unsampled_edges_get_exactly_zero_gradient(inputs, params, backend):
+    """A non-edge is masked before the softmax, so the likelihood sends nothing back
+    to its adjacency entry or its edge weight; sampled edges do get a gradient."""
+
+    def loss(adjacency, edge_weights):
+        logits = make_model(backend).apply(
+            {"params": perturbed(params)},
+            **{**inputs, "adjacency": adjacency, "edge_weights": edge_weights},
+        )
+        return jnp.sum(jnp.sin(logits))
+
+    adjacency_grad, weight_grad = jax.jit(jax.grad(loss, argnums=(0, 1)))(
+        inputs["adjacency"], inputs["edge_weights"]
+    )
+    unsampled = np.asarray(inputs["adjacency"]) == 0
+    assert unsampled.any() and (~unsampled).any()
+    for grad in (np.asarray(adjacency_grad), np.asarray(weight_grad)):
+        np.testing.assert_array_equal(grad[unsampled], 0.0)
+        assert np.abs(grad[~unsampled]).min() > 0

@@ -4,6 +4,14 @@ r"""Trains a config's stages.
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py \
       --config.mcqvae.optim.learning_rate=1e-3
 
+With --max_minutes=M the run stops itself after about M minutes: the stage training
+then checkpoints the step it has reached, the command prints a `paused: ...` line
+and exits with status 3 (EXIT_PAUSED). Rerunning the same command resumes there, so
+a shell loop can rerun while the status is 3 (launch/gpu_reproduce.sh --until-done);
+0 means every stage is finished. Leave a margin for interpreter start, compilation
+of the first step, the final checkpoint and a stage's final evaluation, which runs
+to the end once training has finished.
+
 Logic lives in `causal_disent.train`, which the tests exercise directly.
 """
 
@@ -15,6 +23,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from causal_disent.train import stages
+from causal_disent.train.deadline import TimeBudgetExhausted
 from causal_disent.train.reporting import quiet_orbax_info
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -30,7 +39,16 @@ _DISTRIBUTED = flags.DEFINE_bool(
     "distributed", False,
     "Call jax.distributed.initialize() first (multi-host TPU pods and clusters).",
 )
+_MAX_MINUTES = flags.DEFINE_float(
+    "max_minutes", 0.0,
+    "Wall-clock budget of this command in minutes (0 = unlimited). When it is spent, "
+    "the run checkpoints and exits with status 3; rerun the same command to continue.",
+    lower_bound=0.0,
+)
 flags.mark_flags_as_required(["config"])
+
+# Exit status of a run that stopped at its --max_minutes budget: rerun to continue.
+EXIT_PAUSED = 3
 
 
 def default_workdir(config_argument: str) -> Path:
@@ -51,9 +69,12 @@ def main(argv):
         workdir = default_workdir(config_flags.get_config_filename(flags.FLAGS["config"]))
         print(f"workdir: {workdir.absolute()}")
     try:
-        stages.run(_CONFIG.value, workdir)
+        stages.run(_CONFIG.value, workdir, max_minutes=_MAX_MINUTES.value)
     except stages.InvalidRunError as error:
         sys.exit(f"error: {error}")
+    except TimeBudgetExhausted as paused:
+        print(f"paused: {paused}; rerun the same command to continue", flush=True)
+        sys.exit(EXIT_PAUSED)
 
 
 if __name__ == "__main__":

@@ -23,3 +23,13 @@ def test_unknown_variant_is_rejected():
     module = importlib.import_module("configs.ctvae_shapes3d")
     with pytest.raises(ValueError, match="unknown config variant 'smal'"):
         module.get_config("smal")
+
+
+def test_gpu_variant_keeps_the_paper_sizes_and_records_curves(tmp_path):
+    module = importlib.import_module("configs.ctvae_shapes3d")
+    config, base = module.get_config("gpu"), module.get_config()
+    assert config.mcqvae.model == base.mcqvae.model and config.ct.model == base.ct.model
+    assert config.mcqvae.train.num_steps > 0 and config.ct.train.num_steps > 0
+    assert config.ct.train.eval_every_steps > 0
+    assert config.ct.train.num_steps % config.ct.train.checkpoint_every_steps == 0
+    stages.validate(config, tmp_path, stages.make_data_mesh())

@@ -2,10 +2,11 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
-from causal_disent.main import default_workdir
+from causal_disent.main import EXIT_PAUSED, default_workdir
 from tests.helpers import REPO_ROOT
 
 
@@ -49,3 +50,15 @@ def test_tiny_run_on_a_single_channel_dataset(tmp_path):
     assert results["mcqvae"]["steps"] == 6 and results["ct"]["steps"] == 6
     assert len(results["ct"]["per_action_accuracy"]) == 10
     assert (tmp_path / "figures" / "ct_interventions.png").exists()
+
+
+def test_spent_time_budget_pauses_with_status_3(tmp_path):
+    """A budget spent before training starts (0.06 s) pauses stage 1 at step 0,
+    saving nothing; the status tells a shell loop to rerun."""
+    config = str(REPO_ROOT / "configs" / "ctvae_shapes3d.py") + ":tiny"
+    result = run_cli(f"--config={config}", f"--workdir={tmp_path}", "--max_minutes=0.001",
+                     cwd=tmp_path)
+    assert result.returncode == EXIT_PAUSED == 3, result.stderr[-3000:]
+    assert re.search(r"^paused: stage mcqvae at step 0 of 6 after \d+\.\d minutes; rerun "
+                     r"the same command to continue$", result.stdout, re.MULTILINE)
+    assert not (tmp_path / "results.json").exists()

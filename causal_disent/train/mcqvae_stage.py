@@ -12,7 +12,7 @@ from jax.sharding import Mesh
 
 from causal_disent import models
 from causal_disent.data import pipeline, registry, splits
-from causal_disent.evaluation import reconstruction
+from causal_disent.evaluation import curves, reconstruction
 from causal_disent.objectives.mcqvae import images_to_unit_range, mcqvae_loss
 from causal_disent.train import reporting, resume
 from causal_disent.train.checkpoint import (
@@ -31,6 +31,8 @@ from causal_disent.train.sharding import (
 from causal_disent.train.state import TrainState, per_epoch_exponential_decay, train_step
 
 STAGE = "mcqvae"
+# What a learning-curve point records (reconstruction.evaluate_reconstruction's keys).
+CURVE_KEYS = ("test_mse", "test_psnr", "codebook_perplexity")
 
 
 def signature(config: ml_collections.ConfigDict) -> dict:
@@ -59,6 +61,9 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
         )
     if train.num_steps <= 0 and train.num_epochs <= 0:
         raise ValueError("set mcqvae.train.num_steps or mcqvae.train.num_epochs > 0")
+    if train.eval_every_steps < 0 or (train.eval_every_steps and train.num_curve_images < 1):
+        raise ValueError("mcqvae.train.eval_every_steps must be >= 0 (0 = no learning "
+                         "curve) and, when > 0, num_curve_images >= 1")
     check_batch_divisible(optim.batch_size, mesh, "mcqvae.optim.batch_size")
     check_batch_divisible(train.eval_batch_size, mesh, "mcqvae.train.eval_batch_size")
 
@@ -87,6 +92,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     if finished is not None:
         return finished
 
+    evaluate_curve = functools.partial(
+        _evaluate_curve_point, workdir, model, dataset,
+        split["test"][: cfg.train.num_curve_images], mesh, cfg.train.eval_batch_size,
+    )
     if first_step < total_steps:
         jitted_step = jax.jit(
             functools.partial(train_step, loss_fn=functools.partial(mcqvae_loss, model=model)),
@@ -106,8 +115,11 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
             writer=reporting.MetricsWriter(workdir),
             log_every_steps=cfg.train.log_every_steps,
             learning_rate_fn=schedule,
+            evaluate_every_steps=cfg.train.eval_every_steps, evaluate_fn=evaluate_curve,
         )
     checkpoints.close()
+    if cfg.train.eval_every_steps > 0:
+        _finish_curve(workdir, evaluate_curve, state, total_steps)
 
     test_indices = split["test"][: cfg.train.num_eval_images or None]
     logging.info("[%s] evaluating on %d test images", STAGE, len(test_indices))
@@ -123,6 +135,28 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     reporting.update_results(workdir, STAGE, results)
     logging.info("[%s] results: %s", STAGE, results)
     return results
+
+
+def _evaluate_curve_point(workdir: Path, model, dataset, indices: np.ndarray, mesh: Mesh,
+                          batch_size: int, state, step: int) -> None:
+    """Appends the test reconstruction scores of `state` on images `indices` (a
+    fixed set, so the point is a function of the parameters) to the curve."""
+    scores = reconstruction.evaluate_reconstruction(
+        model, state.params, dataset, indices, mesh, batch_size
+    )
+    reporting.append_curve_point(workdir, STAGE, step, {k: scores[k] for k in CURVE_KEYS})
+
+
+def _finish_curve(workdir: Path, evaluate_curve, state, total_steps: int) -> None:
+    """The curve's final point (`fit` leaves the last step to the stage), on the
+    same images as the others, and its figure."""
+    evaluate_curve(state, total_steps)
+    if jax.process_index() == 0:
+        curves.save_learning_curve(
+            reporting.read_curve(workdir, STAGE), ["test_psnr"],
+            workdir / "figures" / "mcqvae_learning_curve.png",
+            title="MCQ-VAE test PSNR (dB)",
+        )
 
 
 def _create_state(model, image_shape, init_rng, schedule) -> TrainState:

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Reproduces CT-VAE on Shapes3D (configs/ctvae_shapes3d.py:gpu, about 40 minutes of
+# one H100) in slices of at most MAX_MINUTES (default 9) minutes each, for machines
+# that may be taken away between commands; WORKDIR must outlive them.
+#
+#   WORKDIR=/mnt/runs/ctvae launch/gpu_reproduce.sh               # one slice
+#   WORKDIR=/mnt/runs/ctvae launch/gpu_reproduce.sh --until-done  # slices until done
+#
+# Exit status of one slice: 0 when both stages are finished, 3 when its time was
+# spent and it saved a checkpoint (run it again to continue), anything else an
+# error. --until-done reruns while the status is 3 and exits with the last status.
+# Extra arguments go to causal_disent.main (e.g. --config.ct.train.num_steps=8000).
+# Compiled programs are cached in WORKDIR/jax_cache, so later slices skip most
+# compilation.
+set -euo pipefail
+
+: "${WORKDIR:?set WORKDIR to the run directory (shared by every slice)}"
+WORKDIR="$(realpath -m "${WORKDIR}")"  # before leaving the caller's directory
+cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repository root: configs/, .venv/
+PYTHON="${PYTHON:-.venv/bin/python}"
+EXIT_PAUSED=3  # causal_disent.main.EXIT_PAUSED
+until_done=false
+if [[ "${1:-}" == "--until-done" ]]; then
+  until_done=true
+  shift
+fi
+export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-${WORKDIR}/jax_cache}"
+
+run_slice() {
+  "${PYTHON}" -m causal_disent.main --config=configs/ctvae_shapes3d.py:gpu \
+    --workdir="${WORKDIR}" --max_minutes="${MAX_MINUTES:-9}" "$@"
+}
+
+while true; do
+  status=0
+  run_slice "$@" || status=$?  # `|| ...` keeps set -e from ending on status 3
+  if [[ "${until_done}" == false || "${status}" -ne "${EXIT_PAUSED}" ]]; then
+    exit "${status}"
+  fi
+  echo "slice paused; starting the next one" >&2
+done

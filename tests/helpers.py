@@ -10,3 +10,39 @@ def tiny_config():
     from configs import ctvae_shapes3d
 
     return ctvae_shapes3d.get_config("tiny")
+
+
+def small_shapes3d_dataset():
+    """A 729-image corner of shapes3d_synth (the first 3 values of each factor), for
+    tests that need a whole dataset encoded quickly; images are shapes3d_synth's."""
+    import numpy as np
+
+    from causal_disent.data.base import FactorDataset
+    from causal_disent.data.shapes3d_synth import Shapes3DSynth
+
+    full = Shapes3DSynth()
+
+    class Shapes3DCorner(FactorDataset):
+        name = "shapes3d_corner"
+        image_shape = full.image_shape
+        factor_names = full.factor_names
+        factor_sizes = (3,) * len(full.factor_sizes)
+        factor_values = tuple(np.asarray(v)[:3] for v in full.factor_values)
+
+        def _images_at(self, index):
+            return full.render(self.index_to_factors(index))
+
+    return Shapes3DCorner()
+
+
+def serve_small_shapes3d(monkeypatch) -> str:
+    """Makes the registry serve `small_shapes3d_dataset()` as "shapes3d_corner"."""
+    from causal_disent.data import registry
+
+    dataset = small_shapes3d_dataset()
+    get_dataset, check_name = registry.get_dataset, registry.check_dataset_name
+    monkeypatch.setattr(registry, "get_dataset", lambda name, data_dir=None: (
+        dataset if name == dataset.name else get_dataset(name, data_dir)))
+    monkeypatch.setattr(registry, "check_dataset_name", lambda name: (
+        None if name == dataset.name else check_name(name)))
+    return dataset.name

@@ -24,8 +24,10 @@ def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) 
     """Action and factor accuracy (SPEC §1.4) from q [n, 2F] and a* [n].
 
     Factor accuracy folds the two directions: argmax(q[:F] + q[F:]) == a* mod F.
-    Also the per-factor confusion matrix (rows: true factor, columns: predicted) and
-    the chance levels of both accuracies.
+    Also the chance levels of both accuracies, the accuracy per true action (None
+    for an action with no pair), and two count matrices (rows: true, columns:
+    predicted): `confusion` over factors [F, F] and `action_confusion` over
+    actions [2F, 2F].
     """
     num_actions = action_probs.shape[-1]
     num_factors = num_actions // 2
@@ -34,6 +36,8 @@ def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) 
     true_factor = true_actions % num_factors
     confusion = np.zeros((num_factors, num_factors), np.int64)
     np.add.at(confusion, (true_factor, predicted_factor), 1)
+    action_confusion = np.zeros((num_actions, num_actions), np.int64)
+    np.add.at(action_confusion, (true_actions, predicted_action), 1)
     per_action = [
         float(np.mean(predicted_action[true_actions == a] == a)) if np.any(true_actions == a) else None
         for a in range(num_actions)
@@ -45,7 +49,73 @@ def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) 
         "factor_chance": 1.0 / num_factors,
         "per_action_accuracy": per_action,
         "confusion": confusion.tolist(),
+        "action_confusion": action_confusion.tolist(),
     }
+
+
+# Cells get their count and fraction up to this many actions, their count alone up
+# to twice as many; beyond that the text no longer fits a cell.
+_ANNOTATE_FULL, _ANNOTATE_COUNT = 12, 24
+
+
+def save_confusion_figure(scores: dict, action_names: list[str], path) -> Path:
+    """Writes a PNG heat map of the row-normalised action confusion.
+
+    Args:
+      scores: from `action_retrieval_scores` ("action_confusion" [A, A] counts, rows
+        true action, columns predicted; "per_action_accuracy" [A]).
+      action_names: A names, on both axes; each row label carries that action's
+        accuracy (n/a for an action with no test pair).
+      path: the PNG to write (parent folders are created).
+    Returns:
+      the path written.
+    """
+    counts = np.asarray(scores["action_confusion"], np.int64)
+    num_actions = counts.shape[0]
+    if counts.shape != (num_actions, num_actions) or len(action_names) != num_actions:
+        raise ValueError(
+            f"{len(action_names)} action names for an action confusion of shape {counts.shape}"
+        )
+    totals = counts.sum(axis=1, keepdims=True)
+    fractions = counts / np.maximum(totals, 1)  # a row with no pair stays 0
+    row_labels = [
+        f"{name} ({'n/a' if accuracy is None else f'{accuracy:.2f}'})"
+        for name, accuracy in zip(action_names, scores["per_action_accuracy"])
+    ]
+
+    size = 2.5 + 0.45 * num_actions
+    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    image = ax.imshow(fractions, vmin=0.0, vmax=1.0, cmap="Blues")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04,
+                 label="fraction of the true action's pairs")
+    ticks = np.arange(num_actions)
+    ax.set_xticks(ticks, action_names, rotation=90, fontsize=8)
+    ax.set_yticks(ticks, row_labels, fontsize=8)
+    ax.set_xlabel("predicted action")
+    ax.set_ylabel("true action (its accuracy)")
+    title = "action confusion, row-normalised"
+    if "action_accuracy" in scores:
+        title += f" (accuracy {scores['action_accuracy']:.3f})"
+    ax.set_title(title, fontsize=10)
+    if num_actions <= _ANNOTATE_COUNT:
+        _annotate_cells(ax, counts, fractions, with_fraction=num_actions <= _ANNOTATE_FULL)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _annotate_cells(ax, counts: np.ndarray, fractions: np.ndarray, with_fraction: bool) -> None:
+    """Writes each non-empty cell's count (and fraction) on the [A, A] heat map."""
+    for (row, column), count in np.ndenumerate(counts):
+        if count == 0:
+            continue  # empty cells stay blank so the errors stand out
+        text = f"{count}\n{fractions[row, column]:.2f}" if with_fraction else str(count)
+        # Dark cells get white text.
+        color = "white" if fractions[row, column] > 0.5 else "black"
+        ax.text(column, row, text, ha="center", va="center", fontsize=7, color=color)
 
 
 def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, mesh,

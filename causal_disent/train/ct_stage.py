@@ -3,9 +3,10 @@
 Every step is one mode (standard, action or causal; SPEC §1.3), drawn from
 `config.ct.objective.mode_proportions` by a seeded stream keyed on the step, and
 every batch is a set of training-split transitions keyed on the step too, so a
-resumed run repeats an uninterrupted one exactly. The frozen encoder turns the
-batch's images into codes outside the differentiated step: no gradient is ever
-computed for the MCQ-VAE and its parameters are not in the optimiser.
+resumed run repeats an uninterrupted one exactly. The frozen MCQ-VAE gives the
+batch's codes outside the differentiated step (no gradient is ever computed for it
+and its parameters are not in the optimiser), read from a code cache of the whole
+dataset or encoded on the fly (`config.ct.train.code_source`; see code_cache.py).
 """
 
 import functools
@@ -23,13 +24,13 @@ from jax.sharding import Mesh
 from causal_disent import models
 from causal_disent.data import registry, splits, transitions
 from causal_disent.data.pipeline import prefetched
-from causal_disent.evaluation import ct_evaluation
+from causal_disent.evaluation import ct_evaluation, ct_retrieval, curves
 from causal_disent.models.ct_layer import NOISE_MODES, CausalTransition
 from causal_disent.models.transition_gnn import BACKENDS
 from causal_disent.objectives import ct as ct_objectives
 from causal_disent.objectives.mcqvae import images_to_unit_range
-from causal_disent.train import mcqvae_stage, reporting, resume
-from causal_disent.train.checkpoint import CheckpointError, StageCheckpoints
+from causal_disent.train import code_cache, mcqvae_stage, reporting, resume
+from causal_disent.train.checkpoint import CheckpointError, StageCheckpoints, checkpoint_dir
 from causal_disent.train.loop import fit
 from causal_disent.train.sharding import (
     batch_sharded,
@@ -42,6 +43,7 @@ from causal_disent.train.state import TrainState, per_epoch_exponential_decay, t
 
 STAGE = "ct"
 MODE_NAMES = tuple(ct_objectives.MODES)  # ("standard", "action", "causal")
+CODE_SOURCES = ("auto", "cache", "encode")
 
 
 def build_model(config: ml_collections.ConfigDict, dataset) -> CausalTransition:
@@ -89,6 +91,12 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
         raise ValueError("set ct.train.num_steps or ct.train.num_epochs > 0")
     check_batch_divisible(config.ct.optim.batch_size, mesh, "ct.optim.batch_size")
     check_batch_divisible(train.eval_batch_size, mesh, "ct.train.eval_batch_size")
+    if train.code_source not in CODE_SOURCES:
+        raise ValueError(
+            f"ct.train.code_source must be one of {CODE_SOURCES}, got {train.code_source!r}"
+        )
+    if train.code_source != "encode":
+        check_batch_divisible(train.code_cache_batch_size, mesh, "ct.train.code_cache_batch_size")
     # Stage 1 must exist already unless this run trains it first.
     if "mcqvae" not in config.stages or config.ct.mcqvae_workdir:
         mcqvae_stage.check_trained(config, mcqvae_workdir(config, workdir))
@@ -102,18 +110,22 @@ def mode_of_step(seed: int, step: int, proportions) -> str:
 
 
 def transition_batches(dataset, sampler, split_name, batch_size, seed, proportions,
-                       first_step, last_step, prefetch):
-    """Host batches {x, y: uint8 images, action, mode} of this host's slice."""
+                       first_step, last_step, prefetch, codes=None):
+    """Host batches of this host's slice: {x_codes, y_codes: [b, N] int32} read from
+    `codes` (the code cache) when given, else {x, y: uint8 images} to encode; plus
+    action [b] and the step's mode."""
     local = process_slice(batch_size)
 
     def render(step):
         pairs = sampler.batch(split_name, step, batch_size)
-        return {
-            "x": dataset.images(pairs["x_index"][local]),
-            "y": dataset.images(pairs["y_index"][local]),
-            "action": pairs["action"][local],
-            "mode": mode_of_step(seed, step, proportions),
-        }
+        x_index, y_index = pairs["x_index"][local], pairs["y_index"][local]
+        if codes is None:
+            batch = {"x": dataset.images(x_index), "y": dataset.images(y_index)}
+        else:
+            batch = {"x_codes": codes[x_index].astype(np.int32),
+                     "y_codes": codes[y_index].astype(np.int32)}
+        return {**batch, "action": pairs["action"][local],
+                "mode": mode_of_step(seed, step, proportions)}
 
     batches = map(render, range(first_step, last_step))
     return prefetched(batches, prefetch) if prefetch > 0 else batches
@@ -134,6 +146,52 @@ def make_encoder(mcqvae, mesh: Mesh):
         return codes.reshape(codes.shape[0], -1)  # codebook-major, row, column
 
     return encode
+
+
+def batch_codes(batch: dict, encode, mcqvae_params) -> dict:
+    """A global batch as the CT objectives take it, {x_codes, y_codes, action}:
+    cached codes pass through, images are encoded by the frozen MCQ-VAE."""
+    if "x_codes" in batch:
+        return {key: batch[key] for key in ("x_codes", "y_codes", "action")}
+    return {
+        "x_codes": encode(mcqvae_params, batch["x"]),
+        "y_codes": encode(mcqvae_params, batch["y"]),
+        "action": batch["action"],
+    }
+
+
+def cache_identity(config, dataset, mcqvae, mcqvae_params, stage1_workdir: Path):
+    """What a code cache for this run must have been built from."""
+    steps = [int(p.name) for p in checkpoint_dir(stage1_workdir, mcqvae_stage.STAGE).iterdir()
+             if p.name.isdigit()]
+    return code_cache.CacheIdentity(
+        dataset=config.data.name,
+        num_images=int(dataset.num_images),
+        num_nodes=math.prod(mcqvae.code_grid_shape(dataset.image_shape)),
+        num_codes=config.mcqvae.model.num_codes,
+        stage1_step=max(steps),
+        params_hash=code_cache.params_hash(mcqvae_params),
+    )
+
+
+def use_code_cache(train_config, batch_size: int, total_steps: int,
+                   identity: code_cache.CacheIdentity) -> bool:
+    """Whether stage 2 reads codes from the cache. "auto" caches when training would
+    encode more images on the fly (2 per pair) than the dataset holds and the cache
+    fits in `code_cache_max_gb`: on 2 CPU cores the small MCQ-VAE encodes 32 images in
+    0.025 s and the paper-size one in 0.11 s, so the cache pays when it saves encodes
+    (benchmarks/ct_step_time.py prints both paths)."""
+    fits = code_cache.cache_bytes(identity) <= train_config.code_cache_max_gb * 1e9
+    if train_config.code_source == "cache" and not fits:
+        raise code_cache.CodeCacheError(
+            f"the code cache of {identity.dataset} would take "
+            f"{code_cache.cache_bytes(identity) / 1e9:.1f} GB, over "
+            f"ct.train.code_cache_max_gb = {train_config.code_cache_max_gb}: raise it or "
+            f"encode on the fly with --config.ct.train.code_source=encode"
+        )
+    if train_config.code_source != "auto":
+        return train_config.code_source == "cache"
+    return fits and 2 * batch_size * total_steps > identity.num_images
 
 
 def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
@@ -164,58 +222,141 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     if finished is not None:
         return finished
 
+    codes = None
     if first_step < total_steps:
-        mode_steps = {
-            mode: jax.jit(
-                functools.partial(
-                    train_step,
-                    loss_fn=functools.partial(loss, model=model, weights=cfg.objective.weights),
-                ),
-                in_shardings=(replicated(mesh), batch_sharded(mesh), replicated(mesh)),
-                out_shardings=(replicated(mesh), replicated(mesh)),
-                donate_argnums=0,
-            )
-            for mode, loss in ct_objectives.MODES.items()
-        }
-
-        def step_fn(state, local_batch):
-            mode = local_batch.pop("mode")
-            batch = global_batch(local_batch, mesh)
-            codes = {
-                "x_codes": encode(mcqvae_params, batch["x"]),
-                "y_codes": encode(mcqvae_params, batch["y"]),
-                "action": batch["action"],
-            }
-            state, metrics = mode_steps[mode](state, codes, train_rng)
-            return state, {**metrics, "mode": mode}
-
-        state = fit(
-            stage=STAGE, state=state, step_fn=step_fn,
-            local_batches=transition_batches(
-                dataset, sampler, "train", cfg.optim.batch_size, config.seed,
-                tuple(cfg.objective.mode_proportions), first_step, total_steps,
-                cfg.train.prefetch_batches,
-            ),
-            first_step=first_step, last_step=total_steps,
-            global_batch_size=cfg.optim.batch_size, checkpoints=checkpoints,
-            writer=reporting.MetricsWriter(workdir),
-            log_every_steps=cfg.train.log_every_steps,
-            learning_rate_fn=schedule,
+        codes = stage_codes(config, dataset, mcqvae, mcqvae_params, encode, mesh, workdir,
+                            total_steps)
+    evaluate_fn = None
+    if cfg.train.eval_every_steps > 0:
+        evaluate_fn = curve_evaluator(config, model, dataset, sampler, encode, mcqvae_params,
+                                      codes, mesh, workdir, eval_rng)
+    if first_step < total_steps:
+        state = _train(
+            config, model, state, mcqvae_params, encode, dataset, sampler, codes, mesh,
+            workdir, checkpoints, schedule, train_rng, first_step, total_steps, evaluate_fn,
         )
     checkpoints.close()
 
     results = evaluate_on_test(config, model, state.params, mcqvae, mcqvae_params, encode,
                                dataset, sampler, mesh)
     results["steps"] = int(jax.device_get(state.step))
+    if evaluate_fn is not None:
+        evaluate_fn(state, results["steps"])
+        results["curve"] = reporting.read_curve(workdir, STAGE)
     if jax.process_index() == 0:
-        ct_evaluation.save_figures(
-            model=model, params=state.params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
-            dataset=dataset, split=split, rng=eval_rng,
-            figures_dir=workdir / "figures",
-        )
+        save_stage_figures(config, model, state.params, mcqvae, mcqvae_params, dataset, split,
+                           results, workdir / "figures", eval_rng)
     reporting.update_results(workdir, STAGE, results)
-    logging.info("[%s] results: %s", STAGE, {k: v for k, v in results.items() if k != "confusion"})
+    logging.info("[%s] results: %s", STAGE, {k: v for k, v in results.items()
+                                              if k not in ("confusion", "action_confusion", "curve")})
     return results
+
+
+def stage_codes(config, dataset, mcqvae, mcqvae_params, encode, mesh, workdir: Path,
+                total_steps: int) -> np.ndarray | None:
+    """The code cache [num_images, N] when this run reads one (built on first use),
+    else None: training encodes each batch's images."""
+    train = config.ct.train
+    identity = cache_identity(config, dataset, mcqvae, mcqvae_params,
+                              mcqvae_workdir(config, workdir))
+    if not use_code_cache(train, config.ct.optim.batch_size, total_steps, identity):
+        logging.info("[%s] encoding each batch's images on the fly", STAGE)
+        return None
+    return code_cache.load_or_build(
+        code_cache.cache_dir(workdir), identity, encode=encode, params=mcqvae_params,
+        images=dataset.images, mesh=mesh, batch_size=train.code_cache_batch_size,
+    )
+
+
+def _train(config, model, state, mcqvae_params, encode, dataset, sampler, codes, mesh,
+           workdir, checkpoints, schedule, train_rng, first_step, total_steps, evaluate_fn):
+    """Stage 2's training steps from `first_step`; returns the final state."""
+    cfg = config.ct
+    mode_steps = {
+        mode: jax.jit(
+            functools.partial(
+                train_step,
+                loss_fn=functools.partial(loss, model=model, weights=cfg.objective.weights),
+            ),
+            in_shardings=(replicated(mesh), batch_sharded(mesh), replicated(mesh)),
+            out_shardings=(replicated(mesh), replicated(mesh)),
+            donate_argnums=0,
+        )
+        for mode, loss in ct_objectives.MODES.items()
+    }
+
+    def step_fn(state, local_batch):
+        mode = local_batch.pop("mode")
+        batch = batch_codes(global_batch(local_batch, mesh), encode, mcqvae_params)
+        state, metrics = mode_steps[mode](state, batch, train_rng)
+        return state, {**metrics, "mode": mode}
+
+    return fit(
+        stage=STAGE, state=state, step_fn=step_fn,
+        local_batches=transition_batches(
+            dataset, sampler, "train", cfg.optim.batch_size, config.seed,
+            tuple(cfg.objective.mode_proportions), first_step, total_steps,
+            cfg.train.prefetch_batches, codes=codes,
+        ),
+        first_step=first_step, last_step=total_steps,
+        global_batch_size=cfg.optim.batch_size, checkpoints=checkpoints,
+        writer=reporting.MetricsWriter(workdir),
+        log_every_steps=cfg.train.log_every_steps,
+        learning_rate_fn=schedule,
+        evaluate_every_steps=cfg.train.eval_every_steps, evaluate_fn=evaluate_fn,
+    )
+
+
+def save_stage_figures(config, model, params, mcqvae, mcqvae_params, dataset, split,
+                       results: dict, figures_dir: Path, rng) -> None:
+    """The paper's figures, the action confusion and, when recorded, the learning curve."""
+    ct_evaluation.save_figures(
+        model=model, params=params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
+        dataset=dataset, split=split, rng=rng, figures_dir=figures_dir,
+    )
+    action_names = list(transitions.dataset_action_names(dataset))
+    ct_evaluation.save_confusion_figure(results, action_names, figures_dir / "ct_confusion.png")
+    if results.get("curve"):
+        curves.save_learning_curve(
+            results["curve"], ["action_accuracy", "factor_accuracy"],
+            figures_dir / "ct_learning_curve.png",
+            chance={"action_accuracy": results["action_chance"],
+                    "factor_accuracy": results["factor_chance"]},
+            title=f"CT-VAE stage 2 on {config.data.name}: test transitions",
+        )
+
+
+def curve_evaluator(config, model, dataset, sampler, encode, mcqvae_params, codes, mesh,
+                    workdir: Path, rng):
+    """fn(state, step) that scores action retrieval on a fixed set of
+    `num_curve_pairs` test transitions and appends the point to the stage's learning
+    curve. The pairs' codes are taken once (cache or encoder); each point runs only
+    the causal-mode forward pass, with a key that depends on the step alone, so a
+    resumed run records the same curve."""
+    cfg = config.ct.train
+    pairs = sampler.fixed_set("test", cfg.num_curve_pairs)
+    pair_codes = {}
+    for name in ("x", "y"):
+        index = pairs[f"{name}_index"]
+        if codes is not None:
+            pair_codes[name] = codes[index].astype(np.int32)
+        else:
+            pair_codes[name] = ct_retrieval.encode_images(
+                encode, mcqvae_params, dataset, index, mesh, cfg.eval_batch_size)
+
+    def evaluate(state, step: int) -> None:
+        probs = ct_retrieval.action_probabilities(
+            model, state.params, pair_codes["x"], pair_codes["y"], mesh,
+            cfg.eval_batch_size, jax.random.fold_in(rng, step),
+        )
+        scores = ct_evaluation.action_retrieval_scores(probs, pairs["action"])
+        point = {key: scores[key] for key in ("action_accuracy", "factor_accuracy")}
+        reporting.append_curve_point(workdir, STAGE, step, point)
+        logging.info("[%s] step %d: test action accuracy %.3f, factor accuracy %.3f "
+                     "(%d pairs)", STAGE, step, point["action_accuracy"],
+                     point["factor_accuracy"], cfg.num_curve_pairs)
+
+    return evaluate
 
 
 def stage_rngs(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, jax.Array]:

@@ -9,7 +9,8 @@ import ml_collections
 from absl import logging
 
 from causal_disent.data import registry, splits
-from causal_disent.train import causalvae_stage, checkpoint, ct_stage, mcqvae_stage
+from causal_disent.train import causalvae_stage, checkpoint, code_cache, ct_stage, mcqvae_stage
+from causal_disent.train import deadline as deadline_lib
 from causal_disent.train.sharding import make_data_mesh
 
 # name -> module with signature(config), validate(config, mesh), run(config, workdir, mesh)
@@ -64,8 +65,21 @@ def check_workdir_writable(workdir: Path) -> None:
         ) from error
 
 
-def run(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict:
-    """Validates, then runs config.stages in order; returns {stage: results}."""
+def run(
+    config: ml_collections.ConfigDict,
+    workdir: str | os.PathLike,
+    max_minutes: float = 0.0,
+    deadline: deadline_lib.Deadline | None = None,
+) -> dict:
+    """Validates, then runs config.stages in order; returns {stage: results}.
+
+    `max_minutes` > 0 bounds the run's wall-clock time (from this call); `deadline`,
+    when given, replaces that budget (tests pass one with a fake clock). It is the
+    process's current deadline while the stages run, so every stage's `loop.fit`
+    honours it: when it expires, the stage training checkpoints and
+    deadline.TimeBudgetExhausted propagates; rerunning resumes there.
+    """
+    deadline = deadline if deadline is not None else deadline_lib.Deadline(max_minutes)
     workdir = Path(workdir).absolute()
     mesh = make_data_mesh()
     validate(config, workdir, mesh)
@@ -75,6 +89,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict:
     )
     if jax.process_index() == 0:
         (workdir / "config.json").write_text(config.to_json_best_effort(indent=2) + "\n")
-    return {stage: STAGES[stage].run(config, workdir, mesh) for stage in config.stages}
-
-
+    with deadline_lib.active(deadline):
+        try:
+            return {stage: STAGES[stage].run(config, workdir, mesh) for stage in config.stages}
+        except code_cache.CodeCacheError as error:  # found only once stage 1 is loaded
+            raise InvalidRunError(str(error)) from error

@@ -42,8 +42,14 @@ def test_two_stage_run_writes_results_metrics_and_figures(two_stage_run):
     assert [row["step"] for row in ct_rows] == [1, 2, 3, 4, 5, 6]
     assert {row["mode"] for row in ct_rows} == {"standard", "action", "causal"}
     assert all(np.isfinite(row["loss"]) for row in ct_rows)
-    for name in ("ct_interventions.png", "ct_structure_masks.png", "ct_structure_adjacency.png"):
+    for name in ("ct_interventions.png", "ct_structure_masks.png", "ct_structure_adjacency.png",
+                 "ct_confusion.png", "ct_learning_curve.png"):
         assert (workdir / "figures" / name).stat().st_size > 0
+    # Per-action diagnostics and the learning curve (every 3 steps, and the last).
+    assert np.sum(ct["action_confusion"]) == 10 and np.shape(ct["action_confusion"]) == (12, 12)
+    assert len(ct["per_action_accuracy"]) == 12
+    assert [point["step"] for point in ct["curve"]] == [0, 3, 6]
+    assert all(0 <= point["action_accuracy"] <= 1 for point in ct["curve"])
 
 
 def test_stage_one_stays_frozen_during_stage_two(two_stage_run):

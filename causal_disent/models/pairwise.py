@@ -8,8 +8,8 @@ w_ij·e + b)) compute, for every ordered pair (i, j),
 
 Written naively this materialises [B, N, M, H] several times for the forward and
 backward passes. Here the forward splits LeakyReLU(z) = s·z + (1 − s)·relu(z) so
-the linear part is O((N + M)·H), and a hand-written backward recomputes z one
-example at a time (`jax.lax.map`), so the [N, M, H] working set stays in cache and
+the linear part is O((N + M)·H), and a hand-written backward recomputes z a few
+examples at a time (`jax.lax.map`), so the [N, M, H] working set stays in cache and
 nothing of that size is kept between the passes. On a 2-core CPU this is ~4× faster
 than autodiff of the naive form (benchmarks/ct_step_time.py).
 """
@@ -18,6 +18,18 @@ import functools
 
 import jax
 import jax.numpy as jnp
+
+# Examples per loop iteration are chosen so that their [N, M, H] pre-activations
+# stay within about this many bytes (a few MB of cache). On 2 CPU cores, at N = M =
+# 64: H = 100 runs 4 examples per iteration, 31% faster than one; H = 800 (13 MB an
+# example) runs one, as 2 or more were slower.
+_WORKING_SET_BYTES = 7 * 2**20
+
+
+def _examples_per_iteration(row: jax.Array, col: jax.Array) -> int:
+    num_rows, hidden = row.shape[1:]
+    per_example = num_rows * col.shape[1] * hidden * row.dtype.itemsize
+    return max(1, _WORKING_SET_BYTES // per_example)
 
 
 def pairwise_leaky_readout(
@@ -75,7 +87,8 @@ def _forward(slope, has_edge, row, col, out_kernel, edge, edge_kernel):
         return jnp.einsum("ijh,h->ij", jax.nn.relu(z), example[2])
 
     examples = (row, col, out_kernel, edge, edge_kernel)
-    return slope * linear + (1.0 - slope) * jax.lax.map(relu_part, examples)
+    relu_sum = jax.lax.map(relu_part, examples, batch_size=_examples_per_iteration(row, col))
+    return slope * linear + (1.0 - slope) * relu_sum
 
 
 def _preactivation(has_edge, row, col, out_kernel, edge, edge_kernel):
@@ -118,7 +131,8 @@ def _readout_bwd(slope, has_edge, residuals, grad):
         d_e = a * (slope * ge.sum() + (1 - slope) * ge_pos)
         return d_row, d_col, d_a, d_edge, d_e
 
-    return jax.lax.map(per_example, ((row, col, out_kernel, edge, edge_kernel), grad))
+    return jax.lax.map(per_example, ((row, col, out_kernel, edge, edge_kernel), grad),
+                       batch_size=_examples_per_iteration(row, col))
 
 
 _readout.defvjp(_readout_fwd, _readout_bwd)

@@ -39,7 +39,7 @@ from causal_disent.train.sharding import (
     process_slice,
     replicated,
 )
-from causal_disent.train.state import TrainState, per_epoch_exponential_decay, train_step
+from causal_disent.train.state import SCHEDULES, TrainState, stage_schedule, train_step
 
 STAGE = "ct"
 MODE_NAMES = tuple(ct_objectives.MODES)  # ("standard", "action", "causal")
@@ -91,6 +91,12 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
         raise ValueError("set ct.train.num_steps or ct.train.num_epochs > 0")
     check_batch_divisible(config.ct.optim.batch_size, mesh, "ct.optim.batch_size")
     check_batch_divisible(train.eval_batch_size, mesh, "ct.train.eval_batch_size")
+    if config.ct.optim.schedule not in SCHEDULES:
+        raise ValueError(
+            f"ct.optim.schedule must be one of {SCHEDULES}, got {config.ct.optim.schedule!r}"
+        )
+    if not 0 <= config.ct.optim.final_learning_fraction <= 1:
+        raise ValueError("ct.optim.final_learning_fraction must be in [0, 1]")
     if train.code_source not in CODE_SOURCES:
         raise ValueError(
             f"ct.train.code_source must be one of {CODE_SOURCES}, got {train.code_source!r}"
@@ -209,9 +215,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
 
     steps_per_epoch = max(1, len(split["train"]) // cfg.optim.batch_size)
     total_steps = cfg.train.num_steps or cfg.train.num_epochs * steps_per_epoch
-    schedule = per_epoch_exponential_decay(
-        cfg.optim.learning_rate, cfg.optim.decay_rate_per_epoch, steps_per_epoch
-    )
+    schedule = stage_schedule(cfg.optim, steps_per_epoch, total_steps)
     init_rng, train_rng, eval_rng = stage_rngs(config)
     create_state = functools.partial(_create_state, model, init_rng, schedule)
 

@@ -24,6 +24,26 @@ def per_epoch_exponential_decay(
     )
 
 
+SCHEDULES = ("exponential", "cosine")
+
+
+def stage_schedule(optim_config, steps_per_epoch: int, total_steps: int) -> optax.Schedule:
+    """The learning rate of a stage's `optim` section: "exponential" is the authors'
+    per-epoch decay (`decay_rate_per_epoch`); "cosine" decays from `learning_rate` to
+    `final_learning_fraction`·`learning_rate` over the run's `total_steps`, for short
+    runs whose epochs are too long for a per-epoch decay to act."""
+    name = optim_config.get("schedule", "exponential")
+    if name == "exponential":
+        return per_epoch_exponential_decay(
+            optim_config.learning_rate, optim_config.decay_rate_per_epoch, steps_per_epoch
+        )
+    if name == "cosine":
+        return optax.cosine_decay_schedule(
+            optim_config.learning_rate, total_steps, alpha=optim_config.final_learning_fraction
+        )
+    raise ValueError(f"optim.schedule must be one of {SCHEDULES}, got {name!r}")
+
+
 def train_step(
     state: TrainState, batch: dict, rng: jax.Array, *, loss_fn: LossFn
 ) -> tuple[TrainState, dict]:

@@ -38,3 +38,24 @@ def test_matches_reference_values_and_gradients(with_edge):
     want = jax.grad(lambda *a: jnp.sum(reference(*a) * upstream), argnums)(*args)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("working_set_bytes", [1, 2 * 5 * 6 * 7 * 4])  # 1 or 2 examples per iteration
+def test_examples_per_iteration_does_not_change_the_result(monkeypatch, working_set_bytes):
+    """3 examples in iterations of 1 or of 2 (a remainder of 1) equal the reference."""
+    from causal_disent.models import pairwise
+
+    monkeypatch.setattr(pairwise, "_WORKING_SET_BYTES", working_set_bytes)
+    rng = np.random.default_rng(1)
+    row, col = (jnp.asarray(rng.normal(size=(3, n, 7)), jnp.float32) for n in (5, 6))
+    kernel = jnp.asarray(rng.normal(size=(3, 7)), jnp.float32)
+    assert pairwise._examples_per_iteration(row, col) == max(1, working_set_bytes // (5 * 6 * 7 * 4))
+
+    def loss(fn, *a):
+        return jnp.sum(fn(*a, 0.2) ** 2)
+
+    got = jax.value_and_grad(lambda *a: loss(pairwise_leaky_readout, *a), (0, 1, 2))(row, col, kernel)
+    want = jax.value_and_grad(lambda *a: loss(reference_pairwise_leaky_readout, *a), (0, 1, 2))(row, col, kernel)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)

@@ -25,7 +25,7 @@ from jax.sharding import Mesh
 
 from causal_disent.data import registry, splits, transitions
 from causal_disent.evaluation import representations
-from causal_disent.train import causalvae_stage, ct_stage, mcqvae_stage
+from causal_disent.train import causalvae_stage, ct_codes, ct_stage, mcqvae_stage
 from causal_disent.train.checkpoint import CheckpointError
 
 
@@ -118,7 +118,7 @@ def _ctvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
         split = splits.dataset_split(dataset, config.data.split_fractions,
                                      config.data.split_seed)
         return ct_stage.evaluate_on_test(
-            config, model, params, mcqvae, mcqvae_params, ct_stage.make_encoder(mcqvae, mesh),
+            config, model, params, mcqvae, mcqvae_params, ct_codes.make_encoder(mcqvae, mesh),
             dataset, transitions.sampler_for(dataset, split, seed=config.seed), mesh)
 
     return TrainedRun(workdir, config, "ctvae", dataset,

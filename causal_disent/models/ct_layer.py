@@ -157,7 +157,7 @@ class CausalTransition(nn.Module):
 
         outputs = self._transition(
             tile(codes), tile(features), actions, tile(null_logits),
-            noise=self.exogenous_noise(features),
+            noise=self.exogenous_noise(features), action_groups=self.num_actions,
         )
         return jax.tree.map(
             lambda x: x.reshape(self.num_actions, batch, *x.shape[1:]), outputs
@@ -173,9 +173,11 @@ class CausalTransition(nn.Module):
             jnp.zeros(codes.shape), identity, identity, noise_node,
         )
 
-    def _transition(self, codes, features, action, null_logits, noise=None, action_logits=None):
+    def _transition(self, codes, features, action, null_logits, noise=None, action_logits=None,
+                    action_groups=0):
         """The shared body of every transition; `action_logits` ([B, N, N]) skips
-        evaluating the action's pair MLP when the caller already has its logits."""
+        evaluating the action's pair MLP when the caller already has its logits;
+        `action_groups` as in TransitionGNN."""
         mask = self.intervention_mask(codes, action, self.positions)
         if action_logits is None:
             action_logits = self.graph_sampler.network_logits(features, action)
@@ -189,7 +191,7 @@ class CausalTransition(nn.Module):
             noise_node = None if noise[1] is None else jnp.tile(noise[1], (reps, 1))
         logits = self.gnn(
             gnn_features, action, mask["mask"], graph["adjacency"],
-            graph["edge_probs"] * graph["adjacency"], noise_node,
+            graph["edge_probs"] * graph["adjacency"], noise_node, action_groups=action_groups,
         )
         return {"logits": logits, "edge_logits": edge_logits, **mask, **graph}
 

@@ -28,9 +28,8 @@ from causal_disent.evaluation import ct_evaluation, ct_retrieval, curves
 from causal_disent.models.ct_layer import NOISE_MODES, CausalTransition
 from causal_disent.models.transition_gnn import BACKENDS
 from causal_disent.objectives import ct as ct_objectives
-from causal_disent.objectives.mcqvae import images_to_unit_range
-from causal_disent.train import code_cache, mcqvae_stage, reporting, resume
-from causal_disent.train.checkpoint import CheckpointError, StageCheckpoints, checkpoint_dir
+from causal_disent.train import ct_codes, mcqvae_stage, reporting, resume
+from causal_disent.train.checkpoint import CheckpointError, StageCheckpoints
 from causal_disent.train.loop import fit
 from causal_disent.train.sharding import (
     batch_sharded,
@@ -43,7 +42,6 @@ from causal_disent.train.state import SCHEDULES, TrainState, stage_schedule, tra
 
 STAGE = "ct"
 MODE_NAMES = tuple(ct_objectives.MODES)  # ("standard", "action", "causal")
-CODE_SOURCES = ("auto", "cache", "encode")
 
 
 def build_model(config: ml_collections.ConfigDict, dataset) -> CausalTransition:
@@ -97,9 +95,9 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
         )
     if not 0 <= config.ct.optim.final_learning_fraction <= 1:
         raise ValueError("ct.optim.final_learning_fraction must be in [0, 1]")
-    if train.code_source not in CODE_SOURCES:
+    if train.code_source not in ct_codes.SOURCES:
         raise ValueError(
-            f"ct.train.code_source must be one of {CODE_SOURCES}, got {train.code_source!r}"
+            f"ct.train.code_source must be one of {ct_codes.SOURCES}, got {train.code_source!r}"
         )
     if train.code_source != "encode":
         check_batch_divisible(train.code_cache_batch_size, mesh, "ct.train.code_cache_batch_size")
@@ -137,69 +135,6 @@ def transition_batches(dataset, sampler, split_name, batch_size, seed, proportio
     return prefetched(batches, prefetch) if prefetch > 0 else batches
 
 
-def make_encoder(mcqvae, mesh: Mesh):
-    """jitted (params, images uint8 [B, H, W, ch]) -> codes [B, N], batch-sharded."""
-
-    @functools.partial(
-        jax.jit,
-        in_shardings=(replicated(mesh), batch_sharded(mesh)),
-        out_shardings=batch_sharded(mesh),
-    )
-    def encode(params, images):
-        codes = mcqvae.apply(
-            {"params": params}, images_to_unit_range(images), method=mcqvae.encode_codes
-        )
-        return codes.reshape(codes.shape[0], -1)  # codebook-major, row, column
-
-    return encode
-
-
-def batch_codes(batch: dict, encode, mcqvae_params) -> dict:
-    """A global batch as the CT objectives take it, {x_codes, y_codes, action}:
-    cached codes pass through, images are encoded by the frozen MCQ-VAE."""
-    if "x_codes" in batch:
-        return {key: batch[key] for key in ("x_codes", "y_codes", "action")}
-    return {
-        "x_codes": encode(mcqvae_params, batch["x"]),
-        "y_codes": encode(mcqvae_params, batch["y"]),
-        "action": batch["action"],
-    }
-
-
-def cache_identity(config, dataset, mcqvae, mcqvae_params, stage1_workdir: Path):
-    """What a code cache for this run must have been built from."""
-    steps = [int(p.name) for p in checkpoint_dir(stage1_workdir, mcqvae_stage.STAGE).iterdir()
-             if p.name.isdigit()]
-    return code_cache.CacheIdentity(
-        dataset=config.data.name,
-        num_images=int(dataset.num_images),
-        num_nodes=math.prod(mcqvae.code_grid_shape(dataset.image_shape)),
-        num_codes=config.mcqvae.model.num_codes,
-        stage1_step=max(steps),
-        params_hash=code_cache.params_hash(mcqvae_params),
-    )
-
-
-def use_code_cache(train_config, batch_size: int, total_steps: int,
-                   identity: code_cache.CacheIdentity) -> bool:
-    """Whether stage 2 reads codes from the cache. "auto" caches when training would
-    encode more images on the fly (2 per pair) than the dataset holds and the cache
-    fits in `code_cache_max_gb`: on 2 CPU cores the small MCQ-VAE encodes 32 images in
-    0.025 s and the paper-size one in 0.11 s, so the cache pays when it saves encodes
-    (benchmarks/ct_step_time.py prints both paths)."""
-    fits = code_cache.cache_bytes(identity) <= train_config.code_cache_max_gb * 1e9
-    if train_config.code_source == "cache" and not fits:
-        raise code_cache.CodeCacheError(
-            f"the code cache of {identity.dataset} would take "
-            f"{code_cache.cache_bytes(identity) / 1e9:.1f} GB, over "
-            f"ct.train.code_cache_max_gb = {train_config.code_cache_max_gb}: raise it or "
-            f"encode on the fly with --config.ct.train.code_source=encode"
-        )
-    if train_config.code_source != "auto":
-        return train_config.code_source == "cache"
-    return fits and 2 * batch_size * total_steps > identity.num_images
-
-
 def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     """Trains (or resumes) stage 2, evaluates on the test split, writes figures and
     results; returns the results dict."""
@@ -210,7 +145,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     mcqvae, mcqvae_params = mcqvae_stage.load_trained(
         config, mcqvae_workdir(config, workdir), mesh, dataset
     )
-    encode = make_encoder(mcqvae, mesh)
+    encode = ct_codes.make_encoder(mcqvae, mesh)
     model = build_model(config, dataset)
 
     steps_per_epoch = max(1, len(split["train"]) // cfg.optim.batch_size)
@@ -228,8 +163,8 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
 
     codes = None
     if first_step < total_steps:
-        codes = stage_codes(config, dataset, mcqvae, mcqvae_params, encode, mesh, workdir,
-                            total_steps)
+        codes = ct_codes.training_codes(config, dataset, mcqvae, mcqvae_params, encode, mesh,
+                                        workdir, total_steps, mcqvae_workdir(config, workdir))
     evaluate_fn = None
     if cfg.train.eval_every_steps > 0:
         evaluate_fn = curve_evaluator(config, model, dataset, sampler, encode, mcqvae_params,
@@ -256,22 +191,6 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     return results
 
 
-def stage_codes(config, dataset, mcqvae, mcqvae_params, encode, mesh, workdir: Path,
-                total_steps: int) -> np.ndarray | None:
-    """The code cache [num_images, N] when this run reads one (built on first use),
-    else None: training encodes each batch's images."""
-    train = config.ct.train
-    identity = cache_identity(config, dataset, mcqvae, mcqvae_params,
-                              mcqvae_workdir(config, workdir))
-    if not use_code_cache(train, config.ct.optim.batch_size, total_steps, identity):
-        logging.info("[%s] encoding each batch's images on the fly", STAGE)
-        return None
-    return code_cache.load_or_build(
-        code_cache.cache_dir(workdir), identity, encode=encode, params=mcqvae_params,
-        images=dataset.images, mesh=mesh, batch_size=train.code_cache_batch_size,
-    )
-
-
 def _train(config, model, state, mcqvae_params, encode, dataset, sampler, codes, mesh,
            workdir, checkpoints, schedule, train_rng, first_step, total_steps, evaluate_fn):
     """Stage 2's training steps from `first_step`; returns the final state."""
@@ -291,7 +210,7 @@ def _train(config, model, state, mcqvae_params, encode, dataset, sampler, codes,
 
     def step_fn(state, local_batch):
         mode = local_batch.pop("mode")
-        batch = batch_codes(global_batch(local_batch, mesh), encode, mcqvae_params)
+        batch = ct_codes.batch_codes(global_batch(local_batch, mesh), encode, mcqvae_params)
         state, metrics = mode_steps[mode](state, batch, train_rng)
         return state, {**metrics, "mode": mode}
 

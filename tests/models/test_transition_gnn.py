@@ -235,3 +235,34 @@ def test_unsampled_edges_get_exactly_zero_gradient(inputs, params, backend):
     for grad in (np.asarray(adjacency_grad), np.asarray(weight_grad)):
         np.testing.assert_array_equal(grad[unsampled], 0.0)
         assert np.abs(grad[~unsampled]).min() > 0
+
+
+@pytest.mark.parametrize("root_weight", [False, True])
+def test_grouped_action_layout_computes_the_same_function(root_weight):
+    """The causal mode's layout (G groups, group g under action g) through the grouped
+    projections equals the per-example path, values and gradients."""
+    groups, per_group = ACTIONS, 2
+    rng = np.random.default_rng(3)
+    batch = groups * per_group
+    adjacency = (rng.random((batch, NODES, NODES)) < 0.4).astype(np.float32)
+    inputs = {
+        "node_features": jnp.asarray(rng.normal(size=(batch, NODES, FEATURES)), jnp.float32),
+        "action": jnp.repeat(jnp.arange(groups, dtype=jnp.int32), per_group),
+        "mask": jnp.asarray(rng.random((batch, NODES)) < 0.5, jnp.float32),
+        "adjacency": jnp.asarray(adjacency),
+        "edge_weights": jnp.asarray(adjacency * rng.random(adjacency.shape), jnp.float32),
+    }
+    model = TransitionGNN(num_codes=CODES, num_actions=ACTIONS, hidden=HIDDEN, num_layers=2,
+                          root_weight=root_weight)
+    params = perturbed(model.init(jax.random.key(0), **inputs)["params"])
+
+    def loss(params, features, action_groups):
+        logits = model.apply({"params": params}, **{**inputs, "node_features": features},
+                             action_groups=action_groups)
+        return jnp.sum(jnp.sin(logits))
+
+    per_example = jax.value_and_grad(loss, argnums=(0, 1))(params, inputs["node_features"], 0)
+    grouped = jax.value_and_grad(loss, argnums=(0, 1))(params, inputs["node_features"], groups)
+    np.testing.assert_allclose(grouped[0], per_example[0], rtol=1e-5)
+    jax.tree.map(functools.partial(np.testing.assert_allclose, rtol=1e-4, atol=1e-5),
+                 grouped[1], per_example[1])

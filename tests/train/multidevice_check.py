@@ -2,7 +2,8 @@
 
 Trains the tiny MCQ-VAE for three steps, and the tiny CT layer for one step of each
 mode, on a mesh of 1 device and on a mesh of 8 devices from the same initial state,
-global batches and seeds, and prints the largest differences as JSON.
+global batches and seeds; builds a stage-2 code cache on both meshes; and prints the
+largest differences as JSON.
 """
 
 import functools
@@ -20,7 +21,7 @@ from causal_disent.data import registry  # noqa: E402
 from causal_disent.models.ct_layer import CausalTransition  # noqa: E402
 from causal_disent.objectives import ct  # noqa: E402
 from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
-from causal_disent.train import sharding  # noqa: E402
+from causal_disent.train import code_cache, ct_codes, sharding  # noqa: E402
 from causal_disent.train.state import TrainState, train_step  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402
 
@@ -66,6 +67,21 @@ def compare_ct_modes():
     return differences
 
 
+def compare_code_cache(model, params, dataset):
+    """Codes of 100 images (batches of 64 over the devices, the last one wrapping)
+    built on 1 and on 8 devices; returns the number of codes that differ."""
+    identity = code_cache.CacheIdentity("shapes3d_synth", num_images=100, num_nodes=2 * 8 * 8,
+                                        num_codes=8, stage1_step=0, params_hash="")
+    built = []
+    for mesh in (sharding.make_data_mesh(jax.devices()[:1]), sharding.make_data_mesh()):
+        built.append(code_cache.build(
+            encode=ct_codes.make_encoder(model, mesh), params=params,
+            images=lambda index: dataset.images(index * 4801), identity=identity,
+            mesh=mesh, batch_size=64,
+        ))
+    return int(np.sum(built[0] != built[1])), int(np.unique(built[0]).size)
+
+
 def main():
     assert jax.device_count() == 8
     model = models.build_mcqvae(tiny_config().mcqvae.model, out_channels=3)
@@ -86,6 +102,7 @@ def main():
         "max_loss_diff": float(np.max(np.abs(one_loss - all_loss))),
         "max_param_diff": param_diff, "indivisible_batch_error": error,
         "ct_max_diff_per_mode": compare_ct_modes(),
+        "code_cache_differences_and_distinct_codes": compare_code_cache(model, params, dataset),
     }))
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from causal_disent.data import registry, splits, transitions
-from causal_disent.train import code_cache, ct_stage, mcqvae_stage, stages
+from causal_disent.train import code_cache, ct_codes, ct_stage, mcqvae_stage, stages
 from causal_disent.train.sharding import global_batch, make_data_mesh
 from tests.helpers import serve_small_shapes3d, tiny_config
 
@@ -82,8 +82,8 @@ def test_cached_batches_equal_encoded_batches(stage1, both_runs):
     split = splits.dataset_split(dataset, config.data.split_fractions, config.data.split_seed)
     sampler = transitions.sampler_for(dataset, split, seed=config.seed)
     mcqvae, params = mcqvae_stage.load_trained(config, stage1, mesh, dataset)
-    encode = ct_stage.make_encoder(mcqvae, mesh)
-    identity = ct_stage.cache_identity(config, dataset, mcqvae, params, stage1)
+    encode = ct_codes.make_encoder(mcqvae, mesh)
+    identity = ct_codes.cache_identity(config, dataset, mcqvae, params, stage1)
     codes = code_cache.load(both_runs["cache"] / "code_cache", identity)
     assert codes.shape == (dataset.num_images, identity.num_nodes) and codes.dtype == np.uint8
 
@@ -95,7 +95,7 @@ def test_cached_batches_equal_encoded_batches(stage1, both_runs):
     for cached, rendered in zip(batches(codes), batches(None)):
         assert cached["mode"] == rendered["mode"]
         rendered = {k: v for k, v in rendered.items() if k != "mode"}
-        on_the_fly = ct_stage.batch_codes(global_batch(rendered, mesh), encode, params)
+        on_the_fly = ct_codes.batch_codes(global_batch(rendered, mesh), encode, params)
         for key in ("x_codes", "y_codes", "action"):
             np.testing.assert_array_equal(cached[key], np.asarray(on_the_fly[key]), err_msg=key)
 
@@ -105,13 +105,13 @@ def test_auto_caches_only_when_it_saves_encodes():
                                         stage1_step=1, params_hash="h")
     train = tiny_config().ct.train
     train.code_source = "auto"
-    assert not ct_stage.use_code_cache(train, batch_size=16, total_steps=31, identity=identity)
-    assert ct_stage.use_code_cache(train, batch_size=16, total_steps=32, identity=identity)
+    assert not ct_codes.use_code_cache(train, batch_size=16, total_steps=31, identity=identity)
+    assert ct_codes.use_code_cache(train, batch_size=16, total_steps=32, identity=identity)
     train.code_cache_max_gb = 1e-6  # 64 kB cache > 1 kB
-    assert not ct_stage.use_code_cache(train, batch_size=16, total_steps=10**6, identity=identity)
+    assert not ct_codes.use_code_cache(train, batch_size=16, total_steps=10**6, identity=identity)
     train.code_source = "cache"
     with pytest.raises(code_cache.CodeCacheError, match="code_source=encode"):
-        ct_stage.use_code_cache(train, batch_size=16, total_steps=10, identity=identity)
+        ct_codes.use_code_cache(train, batch_size=16, total_steps=10, identity=identity)
 
 
 # ---- a cache that does not fit the run is refused, never used ---------------------

@@ -1,5 +1,5 @@
 """1 device vs 8 forced CPU devices: same global batch, same result (stage 1 and
-every stage-2 mode)."""
+every stage-2 mode, a code cache built over the devices)."""
 
 import json
 import os
@@ -24,3 +24,5 @@ def test_eight_devices_match_one_device():
     assert "not divisible by the 8 devices" in report["indivisible_batch_error"]
     assert set(report["ct_max_diff_per_mode"]) == {"standard", "action", "causal"}
     assert max(report["ct_max_diff_per_mode"].values()) < 1e-4, report
+    differences, distinct = report["code_cache_differences_and_distinct_codes"]
+    assert differences == 0 and distinct > 1, report

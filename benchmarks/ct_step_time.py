@@ -1,16 +1,32 @@
-r"""Stage-2 (CT layer) training-step time per mode at the paper's stage-2 sizes.
+r"""Stage-2 (CT layer) training-step time per mode, as training runs it: getting the
+batch's codes is inside the timed step.
 
-  python benchmarks/ct_step_time.py            # batch 16, A = 12, N = 64, K = 64
+  python benchmarks/ct_step_time.py                 # paper stage-2 sizes, batch 16
   python benchmarks/ct_step_time.py --steps=5 --gnn_backend=jraph
-  python benchmarks/ct_step_time.py --num_nodes=256 --graph_hidden=64   # other sizes
+  python benchmarks/ct_step_time.py --num_nodes=256 --graph_hidden=32 --gnn_hidden=32 \
+      --gnn_layers=1 --encoder=small                # the :small run's sizes
 
-Each mode runs in its own process so that its peak resident memory is its own. A
-step is forward, backward and the Adam update of the CT parameters, jitted,
-compilation excluded, on codes (the frozen MCQ-VAE encoder runs once per image
-outside the differentiated step). Prints per mode the median seconds per step; the
-last line is {"standard": s, "action": s, "causal": s, "causal_peak_rss_gb": g}.
-Reference (authors' PyTorch, same 2-core CPU): standard 2.7 s, action 2.3 s,
-causal 40 s and ~13 GB.
+Paper stage-2 sizes: batch 16, A = 12 actions, N = 64 nodes, K = 64 codes, pair MLP
+800, 2 GNN layers of 100. Two ways to get a batch's codes, each timed with every
+mode:
+  * cache:  rows of the dataset's code cache ([480 000, N] uint8, Shapes3D's size)
+            looked up by image index and sent to the device (what the paper config
+            does: it encodes each image once; see causal_disent/train/code_cache.py);
+  * encode: the frozen MCQ-VAE encoder on the batch's 2B images (rendered already,
+            as the input pipeline's background thread delivers them).
+The encoder is the paper's (Conv 64/128/256, 6 residual blocks of 256, D = 128) with
+N / 64 codebooks over its 8 × 8 grid, so that it yields N codes (`--encoder=small`:
+the :small run's). The cache's one-off build time is estimated from the measured
+render + encode rate on --cache_sample images. Each (mode, path) runs in its own
+process so that its peak resident memory is its own. Per mode: the median seconds
+per step (compilation excluded), FLOPs per step from XLA's cost analysis (CT step,
+plus the encoder's for `encode`) and the achieved GFLOP/s.
+
+The last line is JSON: {"standard": s, "action": s, "causal": s, "causal_peak_rss_gb":
+g} for the default path (cache), then "path", the other path's times under
+"encode", and "flops", "gflop_per_s", "cache_build_s".
+Reference (authors' PyTorch on the same 2-core CPU, encoder and decoder in every
+step): standard 2.66 s, action 2.25 s, causal 40.1 s, causal peak RSS 12.8 GB.
 
 Why a causal step costs about 8 action steps: the work is the N²·H pair-MLP
 readouts (and, smaller, the GNN's attention). An action step evaluates two pair
@@ -18,7 +34,7 @@ MLPs (the action's and ∅'s, every row, since the straight-through gradient of 
 intervention mask needs both values on every row) and one GNN; a causal step
 shares the ∅ MLP across actions but still evaluates the A = 12 action MLPs and 12
 GNNs, so (1 + 12) / 2 = 6.5x is the floor for the pair MLPs alone (the authors'
-FLOP counts give 855 / 148 = 5.8x). Measured: 8.1x on this CPU, 7.4x on an H100.
+FLOP counts give 855 / 148 = 5.8x).
 """
 
 import argparse
@@ -35,9 +51,50 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SIZES = dict(batch=16, num_actions=12, num_nodes=64, num_codes=64, graph_hidden=800,
              gnn_hidden=100, gnn_layers=2)
+PATHS = ("cache", "encode")
+DEFAULT_PATH = "cache"
+CACHE_IMAGES = 480_000  # Shapes3D
+ENCODERS = {
+    "paper": dict(downsample_widths=(64, 128, 256), hidden_width=256, num_res_blocks=6,
+                  res_hidden=256, latent_dim=128),
+    "small": dict(downsample_widths=(32, 64, 128), hidden_width=128, num_res_blocks=2,
+                  res_hidden=64, latent_dim=64),
+}
+GRID = 8  # the encoders' code grid on 64 × 64 images
 
 
-def time_mode(mode: str, steps: int, gnn_backend: str) -> dict:
+def build_encoder(encoder: str):
+    """(jitted encode(params, uint8 images) -> [B, N] codes, params)."""
+    import jax
+    import jax.numpy as jnp
+
+    from causal_disent.models.mcqvae import MCQVAE
+    from causal_disent.objectives.mcqvae import images_to_unit_range
+
+    num_codebooks, remainder = divmod(SIZES["num_nodes"], GRID * GRID)
+    if remainder or num_codebooks < 1:
+        raise SystemExit(f"--num_nodes must be a multiple of {GRID * GRID} (C codebooks × 8 × 8)")
+    mcqvae = MCQVAE(**ENCODERS[encoder], num_codebooks=num_codebooks,
+                    num_codes=SIZES["num_codes"], out_channels=3)
+    params = mcqvae.init(jax.random.key(0), jnp.zeros((1, 64, 64, 3)))["params"]
+
+    @jax.jit
+    def encode(params, images):
+        codes = mcqvae.apply({"params": params}, images_to_unit_range(images),
+                             method=mcqvae.encode_codes)
+        return codes.reshape(codes.shape[0], -1)
+
+    return encode, params
+
+
+def flops_of(jitted, *args) -> float:
+    analysis = jitted.lower(*args).compile().cost_analysis()
+    if isinstance(analysis, list):  # older jax: one dict per computation
+        analysis = analysis[0]
+    return float(analysis.get("flops", float("nan")))
+
+
+def time_mode(mode: str, path: str, steps: int, gnn_backend: str, encoder: str) -> dict:
     import jax
     import numpy as np
     import optax
@@ -53,35 +110,81 @@ def time_mode(mode: str, steps: int, gnn_backend: str) -> dict:
         gnn_layers=s["gnn_layers"], gnn_backend=gnn_backend,
     )
     rng = np.random.default_rng(0)
-    batches = [
-        {
-            "x_codes": rng.integers(0, s["num_codes"], (s["batch"], s["num_nodes"])).astype(np.int32),
-            "y_codes": rng.integers(0, s["num_codes"], (s["batch"], s["num_nodes"])).astype(np.int32),
-            "action": rng.integers(0, s["num_actions"], s["batch"]).astype(np.int32),
-        }
-        for _ in range(3)
-    ]
     keys = jax.random.split(jax.random.key(0), 4)
+    if path == "cache":
+        cache = rng.integers(0, s["num_codes"], (CACHE_IMAGES, s["num_nodes"]), dtype=np.uint8)
+        encode_flops = 0.0
+
+        def codes_of(batch):
+            return (jax.device_put(cache[batch["x_index"]].astype(np.int32)),
+                    jax.device_put(cache[batch["y_index"]].astype(np.int32)))
+    else:
+        encode, encoder_params = build_encoder(encoder)
+
+        def codes_of(batch):
+            return encode(encoder_params, batch["x"]), encode(encoder_params, batch["y"])
+
+    batches = []
+    for _ in range(3):
+        batch = {"x_index": rng.integers(0, CACHE_IMAGES, s["batch"]),
+                 "y_index": rng.integers(0, CACHE_IMAGES, s["batch"]),
+                 "action": rng.integers(0, s["num_actions"], s["batch"]).astype(np.int32)}
+        if path == "encode":
+            batch["x"] = rng.integers(0, 256, (s["batch"], 64, 64, 3), dtype=np.uint8)
+            batch["y"] = rng.integers(0, 256, (s["batch"], 64, 64, 3), dtype=np.uint8)
+        batches.append(batch)
+    if path == "encode":
+        encode_flops = 2 * flops_of(encode, encoder_params, batches[0]["x"])
+
+    x_codes, y_codes = codes_of(batches[0])
     params = model.init(
-        {"params": keys[0], "gumbel": keys[1], "dropout": keys[2]},
-        batches[0]["x_codes"], batches[0]["action"],
+        {"params": keys[0], "gumbel": keys[1], "dropout": keys[2]}, x_codes, batches[0]["action"]
     )["params"]
     state = TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(5e-4))
     loss_fn = functools.partial(ct.MODES[mode], model=model, weights=ct.default_weights())
     step = jax.jit(functools.partial(train_step, loss_fn=loss_fn), donate_argnums=0)
+    code_batch = {"x_codes": x_codes, "y_codes": y_codes, "action": batches[0]["action"]}
+    step_flops = flops_of(step, state, code_batch, keys[3])
+
+    def full_step(state, batch):
+        x_codes, y_codes = codes_of(batch)
+        return step(state, {"x_codes": x_codes, "y_codes": y_codes, "action": batch["action"]},
+                    keys[3])
+
     start = time.perf_counter()
-    state, metrics = step(state, batches[0], keys[3])
+    state, metrics = full_step(state, batches[0])
     jax.block_until_ready(metrics)
     compile_s = time.perf_counter() - start
     times = []
     for i in range(steps):
         start = time.perf_counter()
-        state, metrics = step(state, batches[i % len(batches)], keys[3])
+        state, metrics = full_step(state, batches[i % len(batches)])
         jax.block_until_ready(metrics)
         times.append(time.perf_counter() - start)
-    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    return {"median_s": statistics.median(times), "first_step_s": compile_s,
-            "peak_rss_gb": peak_gb, "parameters": sum(p.size for p in jax.tree.leaves(params))}
+    median = statistics.median(times)
+    flops = step_flops + encode_flops
+    return {"median_s": median, "first_step_s": compile_s,
+            "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "flops": flops, "gflop_per_s": flops / median / 1e9,
+            "parameters": sum(p.size for p in jax.tree.leaves(params))}
+
+
+def cache_build_rate(encoder: str, sample: int, batch_size: int = 256) -> dict:
+    """Render + encode rate (images/s) of shapes3d_synth over `sample` images."""
+    import jax
+    import numpy as np
+
+    from causal_disent.data import registry
+
+    dataset = registry.get_dataset("shapes3d_synth")
+    encode, params = build_encoder(encoder)
+    index = np.random.default_rng(0).choice(dataset.num_images, sample, replace=False)
+    jax.block_until_ready(encode(params, dataset.images(index[:batch_size])))  # compile
+    start = time.perf_counter()
+    for begin in range(0, sample, batch_size):
+        jax.block_until_ready(encode(params, dataset.images(index[begin:begin + batch_size])))
+    rate = sample / (time.perf_counter() - start)
+    return {"images_per_s": rate, "build_s": dataset.num_images / rate}
 
 
 def main():
@@ -89,27 +192,62 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--gnn_backend", default="dense", choices=("dense", "jraph"))
     parser.add_argument("--modes", default="standard,action,causal")
+    parser.add_argument("--paths", default=",".join(PATHS))
+    parser.add_argument("--encoder", default="paper", choices=tuple(ENCODERS))
+    parser.add_argument("--cache_sample", type=int, default=2048,
+                        help="images rendered and encoded to estimate the cache build (0: skip)")
     for name, value in SIZES.items():
         parser.add_argument(f"--{name}", type=int, default=value)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     SIZES.update({name: getattr(args, name) for name in SIZES})
     if args.child:
-        print(json.dumps(time_mode(args.child, args.steps, args.gnn_backend)))
+        if args.child == "cache_build":
+            result = cache_build_rate(args.encoder, args.cache_sample)
+        else:
+            mode, path = args.child.split(":")
+            result = time_mode(mode, path, args.steps, args.gnn_backend, args.encoder)
+        print(json.dumps(result))
         return
-    results = {}
-    for mode in args.modes.split(","):
-        child = subprocess.run(
-            [sys.executable, __file__, f"--child={mode}", f"--steps={args.steps}",
-             f"--gnn_backend={args.gnn_backend}",
+
+    def child(name: str) -> dict:
+        run = subprocess.run(
+            [sys.executable, __file__, f"--child={name}", f"--steps={args.steps}",
+             f"--gnn_backend={args.gnn_backend}", f"--encoder={args.encoder}",
+             f"--cache_sample={args.cache_sample}",
              *(f"--{name}={value}" for name, value in SIZES.items())],
-            capture_output=True, text=True, check=True,
+            capture_output=True, text=True,
         )
-        results[mode] = json.loads(child.stdout.strip().splitlines()[-1])
-        print(f"{mode}: {json.dumps(results[mode])}", flush=True)
-    summary = {mode: round(r["median_s"], 4) for mode, r in results.items()}
-    if "causal" in results:
-        summary["causal_peak_rss_gb"] = round(results["causal"]["peak_rss_gb"], 3)
+        if run.returncode:
+            raise SystemExit(f"{name} failed:\n{run.stderr[-3000:]}")
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    results: dict[str, dict] = {}
+    for path in args.paths.split(","):
+        for mode in args.modes.split(","):
+            results[f"{mode}:{path}"] = child(f"{mode}:{path}")
+            print(f"{mode} ({path}): {json.dumps(results[f'{mode}:{path}'])}", flush=True)
+    build = None
+    if args.cache_sample > 0 and "cache" in args.paths:
+        build = child("cache_build")
+        print(f"cache build ({args.encoder} encoder, shapes3d_synth): {json.dumps(build)}",
+              flush=True)
+
+    modes = args.modes.split(",")
+    paths = args.paths.split(",")
+    default = DEFAULT_PATH if DEFAULT_PATH in paths else paths[0]
+    summary = {mode: round(results[f"{mode}:{default}"]["median_s"], 4) for mode in modes}
+    if "causal" in modes:
+        summary["causal_peak_rss_gb"] = round(results[f"causal:{default}"]["peak_rss_gb"], 3)
+    summary["path"] = default
+    for path in paths:
+        if path != default:
+            summary[path] = {mode: round(results[f"{mode}:{path}"]["median_s"], 4) for mode in modes}
+    summary["flops"] = {f"{mode}:{path}": results[f"{mode}:{path}"]["flops"]
+                        for path in paths for mode in modes}
+    summary["gflop_per_s"] = {key: round(r["gflop_per_s"], 2) for key, r in results.items()}
+    if build is not None:
+        summary["cache_build_s"] = round(build["build_s"], 1)
     print(json.dumps(summary))
 
 

@@ -17,7 +17,12 @@ from causal_disent.data import transitions  # noqa: E402
 from causal_disent.evaluation.figures import image_grid, save_png  # noqa: E402
 from causal_disent.objectives import ct as ct_objectives  # noqa: E402
 from causal_disent.objectives.mcqvae import images_to_unit_range  # noqa: E402
-from causal_disent.train.sharding import global_batch, process_slice, replicated  # noqa: E402
+from causal_disent.train.sharding import (  # noqa: E402
+    global_batch,
+    padded_batches,
+    process_slice,
+    replicated,
+)
 
 
 def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) -> dict:
@@ -151,9 +156,8 @@ def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, me
 
     num_pairs = len(pairs["action"])
     collected = []
-    for start in range(0, num_pairs, batch_size):
-        index = np.arange(start, start + batch_size) % num_pairs  # pad by wrapping
-        local = process_slice(batch_size)
+    local = process_slice(batch_size)
+    for start, index, keep in padded_batches(num_pairs, batch_size):
         host = {
             "x": dataset.images(pairs["x_index"][index][local]),
             "y": dataset.images(pairs["y_index"][index][local]),
@@ -165,7 +169,6 @@ def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, me
             encode(mcqvae_params, batch["y"]), batch["action"], batch["y"],
             jax.random.fold_in(rng, start),
         )
-        keep = min(batch_size, num_pairs - start)
         collected.append(jax.tree.map(lambda v: np.asarray(v)[:keep], out))
     merged = {k: np.concatenate([c[k] for c in collected]) for k in collected[0]}
     results = {"num_pairs": num_pairs}

@@ -9,21 +9,14 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
 from causal_disent.objectives import ct as ct_objectives
-from causal_disent.train.sharding import global_batch, process_slice, replicated
-
-
-def _padded_batches(num_items: int, batch_size: int):
-    """(start, index [batch_size] wrapping past the end, rows to keep) per batch."""
-    for start in range(0, num_items, batch_size):
-        index = np.arange(start, start + batch_size) % num_items
-        yield start, index, min(batch_size, num_items - start)
+from causal_disent.train.sharding import global_batch, padded_batches, process_slice, replicated
 
 
 def encode_images(encode, mcqvae_params, dataset, image_index: np.ndarray, mesh: Mesh,
                   batch_size: int) -> np.ndarray:
     """Codes [n, N] int32 of the dataset's images at `image_index` [n]."""
     local, collected = process_slice(batch_size), []
-    for _, index, keep in _padded_batches(len(image_index), batch_size):
+    for _, index, keep in padded_batches(len(image_index), batch_size):
         batch = global_batch({"images": dataset.images(image_index[index][local])}, mesh)
         codes = multihost_utils.process_allgather(encode(mcqvae_params, batch["images"]), tiled=True)
         collected.append(np.asarray(codes)[:keep])
@@ -48,7 +41,7 @@ def action_probabilities(model, params, x_codes: np.ndarray, y_codes: np.ndarray
     on anything but the inputs and `rng`."""
     probabilities = _probabilities_fn(model, mesh)
     local, collected = process_slice(batch_size), []
-    for start, index, keep in _padded_batches(len(x_codes), batch_size):
+    for start, index, keep in padded_batches(len(x_codes), batch_size):
         batch = global_batch({"x": x_codes[index][local], "y": y_codes[index][local]}, mesh)
         probs = probabilities(params, batch["x"], batch["y"], jax.random.fold_in(rng, start))
         collected.append(np.asarray(probs)[:keep])

@@ -29,7 +29,7 @@ from absl import logging
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
-from causal_disent.train.sharding import global_batch, process_slice
+from causal_disent.train.sharding import global_batch, padded_batches, process_slice
 
 FORMAT_VERSION = 1
 CODES_FILE = "codes.npy"
@@ -137,11 +137,9 @@ def build(
     num_images, local = identity.num_images, process_slice(batch_size)
     codes = np.empty((num_images, identity.num_nodes), code_dtype(identity.num_codes))
     start_time, last_log = time.perf_counter(), 0.0
-    for start in range(0, num_images, batch_size):
-        index = np.arange(start, start + batch_size) % num_images  # the last batch wraps
+    for start, index, keep in padded_batches(num_images, batch_size):
         batch = global_batch({"images": images(index[local])}, mesh)
         encoded = multihost_utils.process_allgather(encode(params, batch["images"]), tiled=True)
-        keep = min(batch_size, num_images - start)
         codes[start:start + keep] = np.asarray(encoded)[:keep]
         elapsed = time.perf_counter() - start_time
         if elapsed - last_log > 30 or start + keep == num_images:

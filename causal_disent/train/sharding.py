@@ -46,3 +46,12 @@ def process_slice(global_batch_size: int) -> slice:
     """This host's contiguous share of a global batch (what `global_batch` expects)."""
     count, index = jax.process_count(), jax.process_index()
     return slice(index * global_batch_size // count, (index + 1) * global_batch_size // count)
+
+
+def padded_batches(num_items: int, batch_size: int):
+    """(start, index [batch_size], rows to keep) for each global batch over
+    `num_items` items; the last batch wraps around to the first items, so every
+    batch has one shape and nothing recompiles."""
+    for start in range(0, num_items, batch_size):
+        index = np.arange(start, start + batch_size) % num_items
+        yield start, index, min(batch_size, num_items - start)

@@ -26,7 +26,7 @@ from causal_disent.train.sharding import (  # noqa: E402
 
 
 def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) -> dict:
-    """Action and factor accuracy (SPEC §1.4) from q [n, 2F] and a* [n].
+    """Action and factor accuracy (CT-VAE paper §4) from q [n, 2F] and a* [n].
 
     Factor accuracy folds the two directions: argmax(q[:F] + q[F:]) == a* mod F.
     Also the chance levels of both accuracies, the accuracy per true action (None

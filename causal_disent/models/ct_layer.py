@@ -1,4 +1,4 @@
-"""The causal-transition (CT) layer of CT-VAE (paper §3.4, SPEC §1.2).
+"""The causal-transition (CT) layer of CT-VAE (paper §3.4).
 
 Given the codes of an image X (its N causal variables) and an action a, the layer
 samples which variables the action touches (the intervention mask R_a), samples a

@@ -1,4 +1,4 @@
-"""Intervention mask and causal-graph sampler of the CT layer (SPEC §1.2 items 2–3).
+"""Intervention mask and causal-graph sampler of the CT layer (CT-VAE paper §3.4, Eq. 3–4).
 
 Graph convention (the paper's, used everywhere in this library):
   adjacency[b, i, j] = 1 means node j is a parent of node i, so row i of the

@@ -1,4 +1,4 @@
-"""Transition GNN of the CT layer (SPEC §1.2 item 4–5, paper §3.4 Eq. 2).
+"""Transition GNN of the CT layer (CT-VAE paper §3.4, Eq. 2).
 
 L_y = GNN([L_x, a, z]; M^G): a GATv2-style attention network over the N latent
 nodes plus "context" nodes that only send: the action node (a learned embedding of

@@ -5,7 +5,7 @@ Each mode is a pure `loss(params, batch, rng, *, model, weights)` returning
 (never a traced mode flag). A batch holds the frozen MCQ-VAE codes of X and Y,
 {"x_codes": [B, N], "y_codes": [B, N], "action": [B]}.
 
-Weights (SPEC §1.3, the authors' values): every CT term is scaled by γ = 1.5;
+Weights (the authors' released values; the paper gives none): every CT term is scaled by γ = 1.5;
 identity losses 0.01, Bernoulli KL 0.4, L_|M| 0.01, L_dep 0.1, L_a 1.
 """
 

@@ -1,6 +1,6 @@
 """Stage `ct`: trains the causal-transition layer on the frozen MCQ-VAE (stage 2).
 
-Every step is one mode (standard, action or causal; SPEC §1.3), drawn from
+Every step is one mode (standard, action or causal; CT-VAE paper §3.5), drawn from
 `config.ct.objective.mode_proportions` by a seeded stream keyed on the step, and
 every batch is a set of training-split transitions keyed on the step too, so a
 resumed run repeats an uninterrupted one exactly. The frozen MCQ-VAE gives the

@@ -2,9 +2,9 @@ r"""The Flow dataset of CausalVAE (Yang et al., CVPR 2021), drawn procedurally.
 
 A ball sits in a cup of water; water spouts from a hole in the cup's right wall.
 The ball's size raises the water level, and the water level and the hole's
-height set how far the jet reaches. Geometry follows the authors' generator
-(SPEC §2.2) on a 96x96 RGBA canvas spanning x, y in (0, 20), y up. For
-r in [5, 34], h_raw in [10, 39], hole in [6, 14]:
+height set how far the jet reaches (Yang et al., CausalVAE, CVPR 2021, §5 /
+App.). Geometry follows the authors' generator on a 96x96 RGBA canvas spanning
+x, y in (0, 20), y up. For r in [5, 34], h_raw in [10, 39], hole in [6, 14]:
 
   ball radius b = r / 30; water height h = b^3 + h_raw / 10; hole height d = hole / 3.
   water:  light-sky-blue rectangle from (3, 0), width 5, height 5 + h;
@@ -25,6 +25,12 @@ uses the noiseless flow = sqrt(1.96 h (d - 0.5)), as the authors' did.
 Labels are the physical values [b, h, flow, d] (ball size, water height, water
 flow, hole). d >= 2 > 0.5 for every hole index, so flow is always real and
 positive; the jet's d - y is >= 0 on its whole length, so it is never NaN either.
+
+`counterfactual_images` draws the true image under do(label = value): a new ball
+size recomputes the water as b^3 + h_raw / 10 with the image's own h_raw (its
+exogenous noise), and every change of ball, water or hole redraws the jet from
+the new water and hole with the image's own eps. do(water_flow = f) redraws only
+the jet, as the jet of an effective water height f^2 / (1.96 (d - 0.5)).
 """
 
 from __future__ import annotations
@@ -33,6 +39,13 @@ import numpy as np
 
 from causal_disent.data import raster
 from causal_disent.data.base import FactorDataset, render_in_chunks
+from causal_disent.data.counterfactuals import (
+    check_concept,
+    check_values,
+    descendants,
+    require,
+    require_finite_scene,
+)
 
 BALL_INDICES = np.arange(5, 35)  # r, 30 values
 WATER_INDICES = np.arange(10, 40)  # h_raw, 30 values
@@ -61,15 +74,42 @@ _LINE_WIDTH_PX = 2.0
 # parabola, for any h.
 _JET_SEGMENTS = 12
 _RENDER_CHUNK = 128  # images per pass: bounds the supersampling buffers
+# `Flow.scene`'s concept arguments, one per label, in label order.
+_SCENE_ARGS = ("ball", "water", "flow", "hole")
+# The rule each label's intervention values must follow (all physical).
+_PHYSICAL_RULES = (
+    (lambda v: v > 0, "> 0 (a radius)"),
+    (lambda v: v > 0, "> 0 (a height above the water's base)"),
+    (lambda v: v >= 0, ">= 0 (a speed)"),
+    (lambda v: v > _JET_END_Y, f"> {_JET_END_Y} (the jet ends at y = {_JET_END_Y})"),
+)
+
+
+def water_mechanism(ball: np.ndarray, h_raw: np.ndarray) -> np.ndarray:
+    """Water height h = b^3 + h_raw / 10 of ball sizes b and raw water factors h_raw
+    (the water's exogenous noise): [B] each -> [B] float64."""
+    return np.asarray(ball, np.float64) ** 3 + np.asarray(h_raw, np.float64) / 10.0
+
+
+def flow_mechanism(water: np.ndarray, hole_height: np.ndarray) -> np.ndarray:
+    """The noiseless water flow sqrt(1.96 h (d - 0.5)) of water heights h and hole
+    heights d: [B] each -> [B] float64."""
+    return np.sqrt(2.0 * _GRAVITY * water * (hole_height - _JET_END_Y))
+
+
+def jet_water_of_flow(flow: np.ndarray, hole_height: np.ndarray) -> np.ndarray:
+    """The water height whose noiseless flow through a hole at d is `flow`:
+    f^2 / (1.96 (d - 0.5)), the inverse of `flow_mechanism` in h. [B] -> [B]."""
+    return np.asarray(flow, np.float64) ** 2 / (2.0 * _GRAVITY * (hole_height - _JET_END_Y))
 
 
 def flow_concepts(r: np.ndarray, h_raw: np.ndarray, hole: np.ndarray) -> dict[str, np.ndarray]:
     """The physical quantities of [B] raw factor values: ball_size b, water_height h,
     hole d and the noiseless water_flow sqrt(1.96 h (d - 0.5)), each [B] float64."""
     ball = np.asarray(r, np.float64) / 30.0
-    water = ball**3 + np.asarray(h_raw, np.float64) / 10.0
+    water = water_mechanism(ball, h_raw)
     hole_height = np.asarray(hole, np.float64) / 3.0
-    flow = np.sqrt(2.0 * _GRAVITY * water * (hole_height - _JET_END_Y))
+    flow = flow_mechanism(water, hole_height)
     return {"ball_size": ball, "water_height": water, "water_flow": flow, "hole": hole_height}
 
 
@@ -86,12 +126,14 @@ def jet_points(
 
     The curve x = 8 + sqrt(k (d - y)), k = 2 (0.98 + eps) h, is the parabola
     y = d - (x - 8)^2 / k; it leaves the hole horizontally, so points are spaced
-    evenly in x rather than y to follow the bend.
+    evenly in x rather than y to follow the bend. Water 0 (no flow) gives a jet of
+    zero length: every point at the hole.
     """
     k = 2.0 * (_GRAVITY + jitter) * water
     reach = np.sqrt(k * (hole_height - _JET_END_Y))
     dx = reach[:, None] * np.linspace(0.0, 1.0, _JET_SEGMENTS + 1)[None, :]
-    return _CUP_RIGHT + dx, hole_height[:, None] - dx**2 / k[:, None]
+    # dx = 0 where k = 0, so any divisor serves there.
+    return _CUP_RIGHT + dx, hole_height[:, None] - dx**2 / np.where(k > 0, k, 1.0)[:, None]
 
 
 class Flow(FactorDataset):
@@ -133,13 +175,94 @@ class Flow(FactorDataset):
         is_test = index % 5 == 4
         return {"train": index[~is_test], "test": index[is_test]}
 
+    def scene(
+        self,
+        ball: np.ndarray,
+        water: np.ndarray,
+        hole: np.ndarray,
+        jitter: np.ndarray,
+        flow: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
+        """What `render_scene` draws for [B] concept values, in label units.
+
+        ball, water, hole: b, h and d as drawn. jitter: each jet's eps (see
+        `jet_jitter`). flow: where given, the jet is drawn as if the noiseless
+        flow were `flow` (water height `jet_water_of_flow` in the jet formula
+        only); otherwise from `water`. Returns [B] float64 ball, water, hole,
+        jitter and jet_water.
+        """
+        ball, water, hole, jitter = (np.asarray(v, np.float64) for v in (ball, water, hole, jitter))
+        jet_water = water if flow is None else jet_water_of_flow(flow, hole)
+        parts = {"ball": ball, "water": water, "hole": hole, "jitter": jitter}
+        return {**parts, "jet_water": jet_water}
+
+    def counterfactual_images(
+        self, index: np.ndarray, concept: int, values: np.ndarray
+    ) -> np.ndarray:
+        """The true images under do(label[concept] = values[b]) of the images at `index`.
+
+        Args:
+          index: [B] flat indices of the factual images.
+          concept: the label intervened on, an int in [0, 4) (see LABEL_NAMES).
+          values: [B] finite new values in the label's units (`labels`): ball
+            size > 0, water height > 0, water flow >= 0 or hole height > 0.5.
+        Returns:
+          [B, 96, 96, 4] uint8. The water is recomputed with the image's own
+          h_raw when the ball changes, the jet (with the image's own eps) when the
+          ball, water or hole does; do(water_flow) redraws the jet alone. As eps
+          is seeded by the flat index, do(ball = b2) on image (r1, h_raw, hole)
+          is the grid image (r2, h_raw, hole) where the two share eps, and
+          differs from it in the jet alone elsewhere (likewise water and hole).
+        """
+        index = self.check_index(index)
+        concept = check_concept(concept, LABEL_NAMES, self.name)
+        values = check_values(values, len(index))
+        holds, rule = _PHYSICAL_RULES[concept]
+        require(values, holds(values), LABEL_NAMES[concept], rule)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: rejected just below
+            parts = self._intervened_scene(index, concept, values)
+        require_finite_scene(parts)
+        return self.render_scene(parts)
+
+    def _intervened_scene(
+        self, index: np.ndarray, concept: int, values: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """`scene` of the images at `index` under do(label[concept] = values), inputs valid:
+        the factual concepts, the intervened one replaced, its descendants recomputed."""
+        factual = self.concepts(index)
+        do = {arg: factual[name] for arg, name in zip(_SCENE_ARGS, LABEL_NAMES)}
+        do[_SCENE_ARGS[concept]] = values
+        changed = descendants(CAUSAL_GRAPH, concept)
+        if changed[LABEL_NAMES.index("water_height")]:
+            h_raw = WATER_INDICES[self.index_to_factors(index)[:, 1]]  # the image's own noise
+            do["water"] = water_mechanism(do["ball"], h_raw)
+        if changed[LABEL_NAMES.index("water_flow")]:
+            do["flow"] = None  # the jet is drawn from the new water and hole
+        return self.scene(**do, jitter=jet_jitter(index))
+
+    def render_scene(self, parts: dict[str, np.ndarray]) -> np.ndarray:
+        """`scene` parts ([B] each) -> [B, 96, 96, 4] uint8 images, in chunks."""
+
+        def draw(rows: np.ndarray) -> np.ndarray:
+            return self._draw({name: part[rows] for name, part in parts.items()})
+
+        batch = len(parts["ball"])
+        return render_in_chunks(np.arange(batch), draw, _RENDER_CHUNK, self.image_shape)
+
     def _images_at(self, index: np.ndarray) -> np.ndarray:
         return render_in_chunks(index, self._render, _RENDER_CHUNK, self.image_shape)
 
     def _render(self, index: np.ndarray) -> np.ndarray:
         concepts = self.concepts(index)
-        ball, water, hole = concepts["ball_size"], concepts["water_height"], concepts["hole"]
-        canvas, batch = self._canvas, len(index)
+        parts = self.scene(
+            concepts["ball_size"], concepts["water_height"], concepts["hole"], jet_jitter(index)
+        )
+        return self._draw(parts)
+
+    def _draw(self, parts: dict[str, np.ndarray]) -> np.ndarray:
+        """`scene` parts ([B] each) -> [B, 96, 96, 4] uint8 images, in one pass."""
+        ball, water, hole = parts["ball"], parts["water"], parts["hole"]
+        canvas, batch = self._canvas, len(ball)
 
         def constant(value: float) -> np.ndarray:
             return np.full(batch, value)
@@ -160,7 +283,7 @@ class Flow(FactorDataset):
         raster.paint(
             rgb, canvas.circle(constant(_BALL_X), ball + _BALL_LIFT, ball), raster.FIREBRICK
         )
-        jet_x, jet_y = jet_points(water, hole, jet_jitter(index))
+        jet_x, jet_y = jet_points(parts["jet_water"], hole, parts["jitter"])
         raster.paint(rgb, canvas.polyline(jet_x, jet_y, _LINE_WIDTH_PX), raster.LIGHT_SKY_BLUE)
         ground = canvas.segment(
             constant(_RANGE[0]), constant(_GROUND_Y), constant(_RANGE[1]), constant(_GROUND_Y),

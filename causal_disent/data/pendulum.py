@@ -2,8 +2,9 @@ r"""The Pendulum dataset of CausalVAE (Yang et al., CVPR 2021), drawn procedural
 
 A pendulum hangs from a pivot; a light above casts its shadow on the ground.
 Two causes, the pendulum angle and the light angle, determine two effects, the
-shadow's length and position. Geometry follows the authors' generator (SPEC
-§2.1), on a 96x96 RGBA canvas spanning x in (0, 20), y in (-1, 21), y up:
+shadow's length and position (Yang et al., CausalVAE, CVPR 2021, §5 / App.).
+Geometry follows the authors' generator, on a 96x96 RGBA canvas spanning
+x in (0, 20), y in (-1, 21), y up:
 
   theta = i * pi / 200 for i in [-40, 43]; phi = j * pi / 200 for j in [60, 147], j != 100.
   rod:    black, 3 px, butt caps, from the pivot (10, 10.5) to
@@ -20,6 +21,11 @@ shadow's length and position. Geometry follows the authors' generator (SPEC
 Labels are [i, j, int(length), int(mid)] (int truncates toward zero; both are
 positive here). Over the 7308 images: i in -40..43, j in 60..147 without 100,
 shadow length 3..12 and position 2..19.
+
+`counterfactual_images` draws the true image under do(label = value): a new
+angle or light index (any real, the light's in (0, 200)) moves the rod or the
+light and recomputes the shadow from the geometry; a new shadow length or
+position redraws only the shadow (untruncated, as the renderer always draws it).
 """
 
 from __future__ import annotations
@@ -28,6 +34,13 @@ import numpy as np
 
 from causal_disent.data import raster
 from causal_disent.data.base import FactorDataset, render_in_chunks
+from causal_disent.data.counterfactuals import (
+    check_concept,
+    check_values,
+    descendants,
+    require,
+    require_finite_scene,
+)
 
 ANGLE_INDICES = np.arange(-40, 44)  # i, 84 values
 LIGHT_INDICES = np.array([j for j in range(60, 148) if j != 100])  # j, 87 values
@@ -53,6 +66,8 @@ _GROUND = -0.5
 _MIN_SHADOW_LENGTH = 3.0
 _LINE_WIDTH_PX = 3.0
 _RENDER_CHUNK = 128  # images per pass: bounds the supersampling buffers
+# `Pendulum.scene`'s arguments, one per label, in label order.
+_SCENE_ARGS = ("angle", "light", "shadow_length", "shadow_mid")
 
 
 def _project(x: np.ndarray, y: np.ndarray, tan_phi: np.ndarray, base: float) -> np.ndarray:
@@ -81,6 +96,18 @@ def pendulum_geometry(
     }
 
 
+def _trig_on_grid(
+    values: np.ndarray, grid: np.ndarray, table: np.ndarray, trig
+) -> np.ndarray:
+    """trig(values * pi / 200) for [B] angle indices, taken from `table` (trig of
+    each `grid` index, computed once) wherever a value is on the grid: vectorised
+    trig may differ in the last bit with the batch layout, so a grid angle always
+    gets the same value, hence the same image, however it was asked for."""
+    position = np.clip(np.searchsorted(grid, values), 0, len(grid) - 1)
+    on_grid = grid[position] == values
+    return np.where(on_grid, table[position], trig(values * np.pi / 200.0))
+
+
 class Pendulum(FactorDataset):
     """CausalVAE's Pendulum: 84 pendulum angles x 87 light angles = 7308 images.
 
@@ -106,14 +133,36 @@ class Pendulum(FactorDataset):
         self._tan_phi = np.tan(LIGHT_INDICES * np.pi / 200.0)
         self._canvas = raster.Canvas(_IMAGE_SIZE, _IMAGE_SIZE, _X_RANGE, _Y_RANGE)
 
+    def scene(
+        self,
+        angle: np.ndarray,
+        light: np.ndarray,
+        shadow_length: np.ndarray | None = None,
+        shadow_mid: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Every drawn position for [B] concept values, in label units.
+
+        angle, light: angle indices i and j (any reals; theta = i pi / 200,
+        phi = j pi / 200). shadow_length, shadow_mid: replace the shadow the
+        geometry casts (continuous, untruncated) where given. Returns the
+        `pendulum_geometry` parts, [B] float64 each.
+        """
+        angle, light = np.asarray(angle, np.float64), np.asarray(light, np.float64)
+        parts = pendulum_geometry(
+            _trig_on_grid(angle, ANGLE_INDICES, self._sin_theta, np.sin),
+            _trig_on_grid(angle, ANGLE_INDICES, self._cos_theta, np.cos),
+            _trig_on_grid(light, LIGHT_INDICES, self._tan_phi, np.tan),
+        )
+        if shadow_length is not None:
+            parts["shadow_length"] = np.asarray(shadow_length, np.float64)
+        if shadow_mid is not None:
+            parts["shadow_mid"] = np.asarray(shadow_mid, np.float64)
+        return parts
+
     def geometry(self, index: np.ndarray) -> dict[str, np.ndarray]:
         """[B] flat indices -> `pendulum_geometry` of each image."""
         factors = self.index_to_factors(index)
-        return pendulum_geometry(
-            self._sin_theta[factors[:, 0]],
-            self._cos_theta[factors[:, 0]],
-            self._tan_phi[factors[:, 1]],
-        )
+        return self.scene(ANGLE_INDICES[factors[:, 0]], LIGHT_INDICES[factors[:, 1]])
 
     def labels(self, index: np.ndarray) -> np.ndarray:
         """[B] flat indices -> [B, 4] float64 [i, j, int(shadow length), int(shadow mid)]."""
@@ -133,20 +182,74 @@ class Pendulum(FactorDataset):
         """The authors' train/test split: 5482 / 1826 images.
 
         Their generator kept a counter that sent the 5th image, then every 4th
-        one, to test: flat indices k >= 4 with k % 4 == 0. (SPEC §2.1 words it
-        as "every 5th of the first half and every 4th of the rest", which does
-        not give these counts; the counter does.)
+        one, to test: flat indices k >= 4 with k % 4 == 0. ("Every 5th of the
+        first half and every 4th of the rest" does not give these counts; the
+        counter does.)
         """
         index = np.arange(self.num_images, dtype=np.int64)
         is_test = (index >= 4) & (index % 4 == 0)
         return {"train": index[~is_test], "test": index[is_test]}
 
+    def counterfactual_images(
+        self, index: np.ndarray, concept: int, values: np.ndarray
+    ) -> np.ndarray:
+        """The true images under do(label[concept] = values[b]) of the images at `index`.
+
+        Args:
+          index: [B] flat indices of the factual images.
+          concept: the label intervened on, an int in [0, 4) (see LABEL_NAMES).
+          values: [B] finite new values in the label's units (`labels`): angle
+            indices i or j (the light's in (0, 200)), or a shadow length (>= 0) or
+            position, drawn untruncated.
+        Returns:
+          [B, 96, 96, 4] uint8: angle or light moved and the shadow recomputed from
+          the geometry, or the shadow alone redrawn, its other attribute kept.
+        """
+        index = self.check_index(index)
+        concept = check_concept(concept, LABEL_NAMES, self.name)
+        values = check_values(values, len(index))
+        _check_physical(concept, values)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: rejected just below
+            parts = self._intervened_scene(index, concept, values)
+        require_finite_scene(parts)
+        return self.render_scene(parts)
+
+    def _intervened_scene(
+        self, index: np.ndarray, concept: int, values: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """`scene` of the images at `index` under do(label[concept] = values), inputs valid:
+        the factual concepts (shadow untruncated), the intervened one replaced, its
+        descendants recomputed from the geometry."""
+        factors, factual = self.index_to_factors(index), self.geometry(index)
+        do = {
+            "angle": ANGLE_INDICES[factors[:, 0]],
+            "light": LIGHT_INDICES[factors[:, 1]],
+            "shadow_length": factual["shadow_length"],
+            "shadow_mid": factual["shadow_mid"],
+        }
+        do[_SCENE_ARGS[concept]] = values
+        for label in np.flatnonzero(descendants(CAUSAL_GRAPH, concept)):
+            do[_SCENE_ARGS[label]] = None  # `scene` recomputes it
+        return self.scene(**do)
+
+    def render_scene(self, parts: dict[str, np.ndarray]) -> np.ndarray:
+        """`scene` parts ([B] each) -> [B, 96, 96, 4] uint8 images, in chunks."""
+
+        def draw(rows: np.ndarray) -> np.ndarray:
+            return self._draw({name: part[rows] for name, part in parts.items()})
+
+        batch = len(parts["bob_x"])
+        return render_in_chunks(np.arange(batch), draw, _RENDER_CHUNK, self.image_shape)
+
     def _images_at(self, index: np.ndarray) -> np.ndarray:
         return render_in_chunks(index, self._render, _RENDER_CHUNK, self.image_shape)
 
     def _render(self, index: np.ndarray) -> np.ndarray:
-        parts = self.geometry(index)
-        canvas, batch = self._canvas, len(index)
+        return self._draw(self.geometry(index))
+
+    def _draw(self, parts: dict[str, np.ndarray]) -> np.ndarray:
+        """`scene` parts ([B] each) -> [B, 96, 96, 4] uint8 images, in one pass."""
+        canvas, batch = self._canvas, len(parts["bob_x"])
         pivot_x = np.full(batch, _PIVOT[0])
         pivot_y = np.full(batch, _PIVOT[1])
         ground = np.full(batch, _GROUND)
@@ -168,3 +271,12 @@ class Pendulum(FactorDataset):
         light = canvas.circle(parts["light_x"], np.full(batch, _LIGHT_HEIGHT), _LIGHT_RADIUS)
         raster.paint(rgb, light, raster.ORANGE)
         return raster.to_rgba_uint8(rgb)
+
+
+def _check_physical(concept: int, values: np.ndarray) -> None:
+    """ValueError for intervention values no pendulum scene can have."""
+    if concept == 1:
+        rule = "in (0, 200) (phi = j pi / 200 in (0, pi): a light above the ground)"
+        require(values, (values > 0) & (values < 200), "light_angle", rule)
+    if concept == 2:
+        require(values, values >= 0, "shadow_length", ">= 0 (a length)")

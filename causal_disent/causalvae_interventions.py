@@ -1,4 +1,5 @@
-"""do-interventions with a trained CausalVAE (SPEC §2, paper §3.2 and Fig. 6).
+"""do-interventions with a trained CausalVAE (Yang et al., CausalVAE, CVPR 2021, §3.2
+and Fig. 6).
 
     from causal_disent import causalvae_interventions as cvi
     images = cvi.intervene(model, params, images, concept=0, value=1.5)   # uint8
@@ -7,8 +8,8 @@
 
 Images are uint8 [B, H, W, ch] (or one [H, W, ch]) as the datasets render them.
 Values are in the latent codes' units, the label prior's λ₁(u) = (u − mean)/scale.
-do(z_c = v) sets z_c at the mask layer's input (`at_input`: c's children see v) and
-at its output (`at_output`: the decoder reads v for c). The paper's do() is both;
+do(z_c = v) sets z_c at the mask layer's input (`at_input`: c's descendants follow,
+through the mask layer in topological order) and at its output (`at_output`: the decoder reads v for c). The paper's do() is both;
 for an effect concept `at_output` alone is the intervention that leaves its causes
 untouched whatever the learned A.
 """
@@ -47,6 +48,19 @@ def intervene(
     probabilities = np.asarray(jax.nn.sigmoid(outputs["reconstruction_logits"]))
     result = np.round(probabilities * 255).astype(np.uint8)
     return result[0] if np.ndim(images) == 3 else result
+
+
+def reconstruct(model: CausalVAE, params, images: np.ndarray) -> np.ndarray:
+    """The model's reconstructions (no intervention): uint8 of the input's shape."""
+    images = check_images(model, images)
+    outputs = _reconstruct(model, params, images)
+    return np.round(np.asarray(jax.nn.sigmoid(outputs["reconstruction_logits"])) * 255).astype(
+        np.uint8)
+
+
+@functools.partial(jax.jit, static_argnames=("model",))
+def _reconstruct(model, params, images):
+    return model.apply({"params": params}, images_to_unit_range(images))
 
 
 def intervened_codes(

@@ -3,7 +3,7 @@ model configs into modules."""
 
 import ml_collections
 
-from causal_disent.models.causalvae import CausalVAE, check_variant
+from causal_disent.models.causalvae import CausalVAE, check_decoder, check_variant
 from causal_disent.models.ct_layer import CausalTransition
 from causal_disent.models.mcqvae import MCQVAE
 
@@ -47,6 +47,7 @@ def build_causalvae(
     """The CausalVAE (or baseline, `model_config.variant`) of `config.causalvae.model`
     for images of `image_shape` (H, W, ch)."""
     check_variant(model_config.variant)
+    check_decoder(model_config.decoder)
     return CausalVAE(
         num_concepts=model_config.num_concepts,
         concept_dim=model_config.concept_dim,
@@ -57,4 +58,5 @@ def build_causalvae(
         decoder_hidden=model_config.decoder_hidden,
         variant=model_config.variant,
         mechanism_hidden=model_config.mechanism_hidden,
+        decoder=model_config.decoder,
     )

@@ -1,7 +1,19 @@
-"""CausalVAE (Yang et al., CVPR 2021; SPEC §2) and its two baselines, one module.
+"""CausalVAE (Yang et al., "CausalVAE: Disentangled Representation Learning via
+Neural Structural Causal Models", CVPR 2021, §3–4) and its two baselines, one module.
 
     image x ─ConvEncoder→ ε [B, n, k] ─LinearSCM→ z = (I − Aᵀ)⁻¹ ε ─MaskLayer→
-        z̃_i = g_i(A_i ∘ z) + ε_i ─ConvDecoder→ Bernoulli logits of x
+        z̃_i = g_i(A_i ∘ z) + ε_i ─decoder→ Bernoulli logits of x
+
+`decoder` picks how the latents become an image:
+
+  "per_concept"  (default) one ConvDecoder per concept, reading only that concept's
+                 k dims; their logits are summed. This is the authors' released
+                 design (each concept decoded by its own network, the results
+                 combined): a concept's code can only draw through its own network,
+                 so intervening on one concept cannot redraw another's pixels
+                 through a shared decoder.
+  "joint"        one ConvDecoder reading all n·k dims (smaller, faster; an
+                 intervention on an effect can then disturb the causes' pixels).
 
 `variant` picks the model of the paper's Table 1 (same encoder, decoder and latent
 size n·k in all three):
@@ -28,6 +40,7 @@ from collections.abc import Sequence
 import chex
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 
 from causal_disent.models.conv import UpsampleConv
 from causal_disent.models.scm import (
@@ -38,11 +51,17 @@ from causal_disent.models.scm import (
 )
 
 VARIANTS = ("causalvae", "condition_vae", "causalvae_unsup")
+DECODERS = ("per_concept", "joint")
 
 
 def check_variant(variant: str) -> None:
     if variant not in VARIANTS:
         raise ValueError(f"unknown CausalVAE variant {variant!r}; known: {', '.join(VARIANTS)}")
+
+
+def check_decoder(decoder: str) -> None:
+    if decoder not in DECODERS:
+        raise ValueError(f"unknown CausalVAE decoder {decoder!r}; known: {', '.join(DECODERS)}")
 
 
 class ConvEncoder(nn.Module):
@@ -89,6 +108,48 @@ class ConvDecoder(nn.Module):
         return UpsampleConv(channels, name="to_image")(x)
 
 
+class PerConceptDecoder(nn.Module):
+    """Decodes each concept on its own and sums the n logit maps.
+
+    Concept i's k dims go through its own MLP (weights stacked on a leading concept
+    axis) to a [base, base, widths[0]] map; the n maps then go, each separately (the
+    concepts folded into the batch), through one shared stack of 2× upsampling
+    convolutions. Concept i's logits depend on z_i alone, as with the authors'
+    fully separate networks; sharing the convolutions is ours: n separate conv
+    stacks under `nn.vmap` become grouped convolutions, ~30× slower per step on CPU
+    (13.6 s against 0.44 s for the joint decoder at `:small` sizes), and the
+    shared stack costs n× the joint decoder's convolutions instead.
+    """
+
+    num_concepts: int
+    widths: Sequence[int]
+    hidden: int
+    image_shape: tuple[int, int, int]
+
+    @nn.compact
+    def __call__(self, latents: jax.Array) -> jax.Array:
+        """[B, n, k] -> logits [B, H, W, ch] (the sum of the n concepts' logits)."""
+        batch, num_concepts, concept_dim = latents.shape
+        height, width, channels = self.image_shape
+        scale = 2 ** len(self.widths)
+        base_h, base_w = height // scale, width // scale
+        map_size = base_h * base_w * self.widths[0]
+        kernel_init = nn.initializers.lecun_normal(batch_axis=0)  # fan-in per concept
+        hidden_kernel = self.param("hidden_kernel", kernel_init,
+                                   (num_concepts, concept_dim, self.hidden))
+        hidden_bias = self.param("hidden_bias", nn.initializers.zeros,
+                                 (num_concepts, self.hidden))
+        map_kernel = self.param("map_kernel", kernel_init, (num_concepts, self.hidden, map_size))
+        map_bias = self.param("map_bias", nn.initializers.zeros, (num_concepts, map_size))
+        x = nn.elu(jnp.einsum("bnk,nkh->nbh", latents, hidden_kernel) + hidden_bias[:, None])
+        x = nn.elu(jnp.einsum("nbh,nhm->nbm", x, map_kernel) + map_bias[:, None])
+        x = x.reshape(num_concepts * batch, base_h, base_w, self.widths[0])
+        for i, features in enumerate(self.widths[1:]):
+            x = nn.elu(UpsampleConv(features, name=f"up{i}")(x))
+        logits = UpsampleConv(channels, name="to_image")(x)
+        return logits.reshape(num_concepts, batch, height, width, channels).sum(axis=0)
+
+
 class CausalVAE(nn.Module):
     """CausalVAE / ConditionVAE / CausalVAE-unsup (see the module docstring).
 
@@ -101,7 +162,8 @@ class CausalVAE(nn.Module):
       decoder_widths, decoder_hidden: the decoder's map widths (the first is the
         MLP's output map) and MLP width.
       variant: one of VARIANTS.
-      mechanism_hidden: width of each mask-layer MLP g_i (SPEC: 32).
+      mechanism_hidden: width of each mask-layer MLP g_i (the authors': 32).
+      decoder: one of DECODERS (module docstring).
     """
 
     num_concepts: int
@@ -113,6 +175,7 @@ class CausalVAE(nn.Module):
     decoder_hidden: int = 256
     variant: str = "causalvae"
     mechanism_hidden: int = 32
+    decoder: str = "per_concept"
 
     @property
     def has_causal_layer(self) -> bool:
@@ -128,9 +191,18 @@ class CausalVAE(nn.Module):
 
     def setup(self):
         check_variant(self.variant)
+        check_decoder(self.decoder)
         width = self.num_concepts * self.concept_dim
         self.encoder = ConvEncoder(self.encoder_widths, self.encoder_hidden, width)
-        self.decoder = ConvDecoder(self.decoder_widths, self.decoder_hidden, tuple(self.image_shape))
+        if self.decoder == "per_concept":
+            self.image_decoder = PerConceptDecoder(
+                self.num_concepts, self.decoder_widths, self.decoder_hidden,
+                tuple(self.image_shape),
+            )
+        else:
+            self.image_decoder = ConvDecoder(
+                self.decoder_widths, self.decoder_hidden, tuple(self.image_shape)
+            )
         if self.has_causal_layer:
             self.scm = LinearSCM(self.num_concepts, self.concept_dim)
         if self.has_mask_layer:
@@ -155,7 +227,10 @@ class CausalVAE(nn.Module):
         Raises ValueError if the latent width is not n·k.
         """
         latents = split_concepts(latents, self.num_concepts, self.concept_dim)
-        logits = self.decoder(latents.reshape(latents.shape[0], -1))
+        if self.decoder == "per_concept":
+            logits = self.image_decoder(latents)
+        else:
+            logits = self.image_decoder(latents.reshape(latents.shape[0], -1))
         chex.assert_shape(logits, (latents.shape[0], *self.image_shape))
         return logits
 

@@ -1,4 +1,6 @@
-"""CausalVAE's causal layer (linear SCM, Eq. 1) and mask layer (Eq. 2), SPEC §2.
+"""CausalVAE's causal layer (linear SCM, Eq. 1) and mask layer (Eq. 2) (Yang et al.,
+"CausalVAE: Disentangled Representation Learning via Neural Structural Causal
+Models", CVPR 2021, §3.2).
 
 Latents are concept-major: [B, n, k] holds n concepts of k dims each (the
 authors: n = 4, k = 4); a flat [B, n·k] latent is read as n contiguous blocks of k
@@ -17,7 +19,7 @@ and independently on each of the k dims.
 The mask layer (Eq. 2) is z_i = g_i(A_i ∘ z) + ε_i. With k-dim concepts, A_i ∘ z is
 read as the parent-weighted sum
     (A_i ∘ z) := Σ_j A[j, i] · z_j ∈ R^k        (= (Aᵀ z)_i along the concept axis),
-so that g_i maps k → hidden → k (SPEC) and, with g_i = identity, Eq. 2 is exactly
+so that g_i maps k → hidden → k (the authors' code) and, with g_i = identity, Eq. 2 is exactly
 the paper's linear remark z_i = A_iᵀ z + ε_i (§3.2). (The concatenation of the
 A[j, i]·z_j, an n·k-vector, is the other reading; it does not fit g_i: k → k.)
 With no self-loop (A[i, i] = 0), z_i does not feed g_i.
@@ -25,9 +27,12 @@ With no self-loop (A[i, i] = 0), z_i does not feed g_i.
 Interventions do(z_c = v) follow the paper (§3.2 and §6 "we need to manipulate both
 the input and output nodes of the SCM layer", Fig. 6): z_c is set at the mask
 layer's input, so its children see v through their g_i, and at the mask layer's
-output, so the concept itself reads v. For an effect (no children) only the output
-setting matters and its causes are untouched, since information flows from the
-input layer to the output layer only.
+output, so the concept itself reads v. Ours: the input setting is propagated to
+every descendant (`MaskLayer.propagate_intervention`), so a grandchild sees its
+parent's intervened value, not the factual one (the paper's single pass stops at
+the children). For an effect (no children) only the output setting matters and its
+causes are untouched, since information flows from the input layer to the output
+layer only.
 """
 
 import chex
@@ -36,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-MECHANISM_HIDDEN = 32  # SPEC §2: g_i is k → 32 → k with ELU
+MECHANISM_HIDDEN = 32  # the authors' g_i: k → 32 → k with ELU
 
 
 def split_concepts(latents: jax.Array, num_concepts: int, concept_dim: int) -> jax.Array:
@@ -179,11 +184,11 @@ class LinearSCM(nn.Module):
 class MaskLayer(nn.Module):
     """Mask layer (Eq. 2): z_i = g_i(A_i ∘ z) + ε_i, one small MLP g_i per concept.
 
-    g_i: Dense(k → H) → ELU → Dense(H → k), H = 32 (SPEC). The n MLPs are one
-    vectorised computation over stacked weights (kernels [n, k, H] and [n, H, k]),
-    each slice initialised as flax's Dense would (lecun_normal over its own fan-in,
-    zero biases). The adjacency is an input, not a parameter: it is the causal
-    layer's A, shared with `LinearSCM`.
+    g_i: Dense(k → H) → ELU → Dense(H → k), H = 32 (the authors' width). The n MLPs
+    are one vectorised computation over stacked weights (kernels [n, k, H] and
+    [n, H, k]), each slice initialised as flax's Dense would (lecun_normal over its
+    own fan-in, zero biases). The adjacency is an input, not a parameter: it is the
+    causal layer's A, shared with `LinearSCM`.
 
     Attributes:
       num_concepts: n.
@@ -195,18 +200,21 @@ class MaskLayer(nn.Module):
     concept_dim: int
     hidden: int = MECHANISM_HIDDEN
 
-    def _mechanisms(self, inputs: jax.Array) -> jax.Array:
-        """g_i applied to row i of `inputs` [B, n, k] for every i -> [B, n, k]."""
+    def setup(self):
         kernel_init = nn.initializers.lecun_normal(batch_axis=0)  # fan-in per concept
         n, k, h = self.num_concepts, self.concept_dim, self.hidden
-        hidden_kernel = self.param("hidden_kernel", kernel_init, (n, k, h))
-        hidden_bias = self.param("hidden_bias", nn.initializers.zeros, (n, h))
-        output_kernel = self.param("output_kernel", kernel_init, (n, h, k))
-        output_bias = self.param("output_bias", nn.initializers.zeros, (n, k))
-        activations = nn.elu(jnp.einsum("bnk,nkh->bnh", inputs, hidden_kernel) + hidden_bias)
-        return jnp.einsum("bnh,nhk->bnk", activations, output_kernel) + output_bias
+        self.hidden_kernel = self.param("hidden_kernel", kernel_init, (n, k, h))
+        self.hidden_bias = self.param("hidden_bias", nn.initializers.zeros, (n, h))
+        self.output_kernel = self.param("output_kernel", kernel_init, (n, h, k))
+        self.output_bias = self.param("output_bias", nn.initializers.zeros, (n, k))
 
-    @nn.compact
+    def mechanisms(self, inputs: jax.Array) -> jax.Array:
+        """g_i applied to row i of `inputs` [B, n, k] for every i -> [B, n, k]."""
+        activations = nn.elu(
+            jnp.einsum("bnk,nkh->bnh", inputs, self.hidden_kernel) + self.hidden_bias
+        )
+        return jnp.einsum("bnh,nhk->bnk", activations, self.output_kernel) + self.output_bias
+
     def __call__(
         self,
         latents: jax.Array,
@@ -228,13 +236,44 @@ class MaskLayer(nn.Module):
         latents = split_concepts(latents, self.num_concepts, self.concept_dim)
         check_adjacency(adjacency, self.num_concepts)
         masked = parent_inputs(latents, adjacency)
-        prediction = self._mechanisms(masked)
+        prediction = self.mechanisms(masked)
         outputs = prediction
         if exogenous is not None:
             exogenous = split_concepts(exogenous, self.num_concepts, self.concept_dim)
             outputs = prediction + exogenous
         chex.assert_equal_shape([masked, prediction, outputs, latents])
         return {"parent_inputs": masked, "parent_prediction": prediction, "z": outputs}
+
+    def propagate_intervention(
+        self, latents: jax.Array, adjacency: jax.Array, concept: int | jax.Array, value
+    ) -> jax.Array:
+        """The latents z' under do(z_c = v), with every descendant of c recomputed.
+
+        Each concept keeps its own residual z_i − g_i(A_i ∘ z) (abduction: the
+        unexplained part of the factual latent), so
+            z'_c = v,   z'_i = z_i + g_i(A_i ∘ z') − g_i(A_i ∘ z)   (i ≠ c).
+        A concept whose parents are unchanged keeps z_i exactly (the difference is
+        0), so only c's descendants move, and a grandchild sees its parent's new
+        value, not the factual one. The equations are solved by n − 1 sweeps over
+        all concepts at once: on a DAG, sweep t settles every concept t edges below
+        c, and no path is longer than n − 1 edges, so this equals one pass in
+        topological order without sorting a graph that may be soft.
+
+        Args:
+          latents: [B, n, k] z (the causal layer's output).
+          adjacency: [n, n] A.
+          concept, value: c and v as for `intervene_latents`.
+        Returns:
+          [B, n, k] z'.
+        """
+        latents = split_concepts(latents, self.num_concepts, self.concept_dim)
+        check_adjacency(adjacency, self.num_concepts)
+        factual = self.mechanisms(parent_inputs(latents, adjacency))
+        counterfactual = intervene_latents(latents, concept, value)
+        for _ in range(self.num_concepts - 1):
+            shift = self.mechanisms(parent_inputs(counterfactual, adjacency)) - factual
+            counterfactual = intervene_latents(latents + shift, concept, value)
+        return counterfactual
 
     def intervene(
         self,
@@ -252,17 +291,19 @@ class MaskLayer(nn.Module):
           latents, adjacency, exogenous: as for `__call__`.
           concept: c (Python int, checked, or a traced int).
           value: v, broadcastable to [B, k] (see `intervene_latents`).
-          at_input: set z_c at the layer's input, so c's children see v.
+          at_input: set z_c at the layer's input and propagate it to every
+            descendant (`propagate_intervention`), so c's children and their
+            children follow.
           at_output: set z_c at the layer's output, so the concept itself is v.
             Both (the default) is the paper's do(); `at_input` alone shows what the
-            children receive, `at_output` alone is how an effect is intervened on.
+            descendants receive, `at_output` alone is how an effect is intervened on.
         Returns:
           `__call__`'s dict, computed from the intervened input, with z (and only
           z) overwritten at concept c when `at_output`.
         """
         latents = split_concepts(latents, self.num_concepts, self.concept_dim)
         if at_input:
-            latents = intervene_latents(latents, concept, value)
+            latents = self.propagate_intervention(latents, adjacency, concept, value)
         outputs = self(latents, adjacency, exogenous)
         if at_output:
             outputs = {**outputs, "z": intervene_latents(outputs["z"], concept, value)}

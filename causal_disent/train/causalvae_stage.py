@@ -10,25 +10,25 @@ NOTEARS / DAG-GNN outer update (`update_augmented_lagrangian`) every
 `objective.lagrangian_update_every_steps` steps, the steps in between being the
 inner solve.
 
-A starts at 0, or, when `graph_pretrain_steps > 0`, as the paper does (§6, App.
-C.3), from a pre-training of A alone on the labels (`pretrain_adjacency`): min_A
-l_u(A) + λ·H(A) + (ρ/2)·H(A)² by full-batch Adam on the training split's labels,
-with the same outer updates every `graph_pretrain_update_every` steps. It needs no
-images, so it costs seconds; the joint run starts from its A, λ and ρ (CausalVAE-
-unsup, which has no labels, never does it). The configs leave it off: on Pendulum
-l_u's minimum over all DAGs is not the true graph (configs/causalvae_pendulum.py).
-`objective.initial_adjacency`, when not empty, sets A by hand instead (as the
-authors' released code did).
+How A starts, and which of its entries training may move, is
+train/causalvae_graph.py's: by default the PC algorithm learns the graph from the
+training labels (seconds, no images) and A starts at that DAG; the paper's
+pre-training on l_u and a hand-set A are options.
 
 Evaluation on the test split: MIC / TIC (×100) between each concept's code (the
 mean over its k dims of z, the causal layer's output, which the label prior ties to
 the label; ε for ConditionVAE) and its label; the learned A, its thresholded graph
-and the SHD to `dataset.causal_graph`; Bernoulli NLL and MSE of the reconstructions.
-Written to WORKDIR/results.json under "causalvae", with the figure
-figures/causalvae_interventions.png (one row per concept, values swept).
+and the SHD to `dataset.causal_graph`, and whether it lies in the true graph's
+Markov equivalence class; Bernoulli NLL and MSE of the reconstructions; for
+datasets the library draws, the interventions scored against the simulator's true
+counterfactuals ("counterfactual", evaluation/counterfactual_scores.py). Written to
+WORKDIR/results.json under "causalvae", with the figure
+figures/causalvae_interventions.png (per concept, the model's row of swept values
+and the true counterfactuals' row under it).
 """
 
 import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,19 @@ from causal_disent.models.causalvae import VARIANTS
 from causal_disent.objectives import causalvae as cv
 from causal_disent.objectives.causalvae_variants import LOSSES, LabelScaling, LossWeights
 from causal_disent.objectives.mcqvae import images_to_unit_range
+from causal_disent.evaluation.counterfactual_scores import (
+    counterfactual_pairs,
+    score_counterfactuals,
+)
+from causal_disent.models.causalvae import DECODERS
 from causal_disent.train import reporting, resume
+from causal_disent.train.causalvae_graph import (
+    GRAPH_LEARNING,
+    adjacency_gradient_mask,
+    check_hand_set_adjacency,
+    graph_report,
+    initial_graph,
+)
 from causal_disent.train.checkpoint import CheckpointError, StageCheckpoints
 from causal_disent.train.loop import fit
 from causal_disent.train.sharding import (
@@ -124,6 +136,9 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
             "causalvae.objective needs lagrangian_update_every_steps >= 1 and "
             "penalty_growth > 1"
         )
+    if objective.graph_learning == "label_loss" and objective.graph_pretrain_steps < 1:
+        raise ValueError("causalvae.objective.graph_learning='label_loss' needs "
+                         "graph_pretrain_steps >= 1")
     if objective.graph_pretrain_steps > 0 and (
         objective.graph_pretrain_update_every < 1 or objective.graph_pretrain_learning_rate <= 0
     ):
@@ -131,13 +146,28 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
             "causalvae.objective.graph_pretrain_steps > 0 needs graph_pretrain_update_every "
             ">= 1 and graph_pretrain_learning_rate > 0"
         )
-    if len(objective.initial_adjacency) and np.shape(objective.initial_adjacency) != (
-        model.num_concepts, model.num_concepts
-    ):
+    if len(objective.initial_adjacency):
+        check_hand_set_adjacency(objective.initial_adjacency, model.num_concepts)
+    if model.decoder not in DECODERS:
         raise ValueError(
-            f"causalvae.objective.initial_adjacency must be empty or {model.num_concepts}x"
-            f"{model.num_concepts}; got shape {np.shape(objective.initial_adjacency)}"
+            f"causalvae.model.decoder {model.decoder!r} is unknown; known: {', '.join(DECODERS)}"
         )
+    if objective.graph_learning not in GRAPH_LEARNING:
+        raise ValueError(
+            f"causalvae.objective.graph_learning {objective.graph_learning!r} is unknown; "
+            f"known: {', '.join(GRAPH_LEARNING)}"
+        )
+    if not 0 < objective.ci_alpha < 1 or min(objective.ci_neighbours, objective.ci_subsample,
+                                             objective.ci_permutations) < 1:
+        raise ValueError(
+            "causalvae.objective needs 0 < ci_alpha < 1 and ci_neighbours, ci_subsample, "
+            "ci_permutations >= 1"
+        )
+    if objective.learned_edge_init == 0:
+        raise ValueError("causalvae.objective.learned_edge_init must be nonzero (an edge's "
+                         "starting strength)")
+    if train.num_counterfactual_images < 0:
+        raise ValueError("causalvae.train.num_counterfactual_images must be >= 0 (0 = skip)")
     if objective.label_prior_weight <= 0:
         raise ValueError("causalvae.objective.label_prior_weight must be positive")
     if train.graph_threshold < 0 or train.figure_values < 1:
@@ -212,9 +242,11 @@ def make_train_step(model, scaling: LabelScaling, objective: ml_collections.Conf
 
 def create_state(model, image_shape, init_rng, learning_rate: float,
                  initial_penalty: float, initial_adjacency=None,
-                 initial_lagrangian: cv.AugmentedLagrangian | None = None) -> CausalVAEState:
+                 initial_lagrangian: cv.AugmentedLagrangian | None = None,
+                 adjacency_support=None) -> CausalVAEState:
     """A fresh state; A (when the model has one) and the Lagrangian state start from
-    `initial_adjacency` / `initial_lagrangian` when given (the pre-training's)."""
+    `initial_adjacency` / `initial_lagrangian` when given (the pre-training's); A's
+    updates are zeroed outside `adjacency_support` when given."""
     sample = jnp.zeros((1, *image_shape), jnp.float32)
     params = model.init(init_rng, sample)["params"]
     if initial_adjacency is not None and model.has_causal_layer:
@@ -222,76 +254,10 @@ def create_state(model, image_shape, init_rng, learning_rate: float,
                                     "adjacency": jnp.asarray(initial_adjacency, jnp.float32)}}
     if initial_lagrangian is None:
         initial_lagrangian = cv.AugmentedLagrangian.create(penalty=initial_penalty)
+    tx = optax.chain(adjacency_gradient_mask(adjacency_support), optax.adam(learning_rate))
     return CausalVAEState.create(
-        apply_fn=model.apply, params=params, tx=optax.adam(learning_rate),
-        lagrangian=initial_lagrangian,
+        apply_fn=model.apply, params=params, tx=tx, lagrangian=initial_lagrangian,
     )
-
-
-def pretrain_adjacency(
-    unit_labels: np.ndarray,
-    *,
-    num_steps: int,
-    update_every: int,
-    learning_rate: float,
-    initial_penalty: float,
-    dag_c: float,
-    progress_rate: float,
-    penalty_growth: float,
-    max_penalty: float,
-    dag_tolerance: float,
-) -> tuple[np.ndarray, cv.AugmentedLagrangian, list[dict]]:
-    """Pre-trains A on the labels by the augmented Lagrangian (paper §6, App. C.3).
-
-    Minimises l_u(A) + λ·H(A) + (ρ/2)·H(A)² (`label_graph_objective`) with full-batch
-    Adam from A = 0; after every `update_every` steps (the inner solve) λ, ρ take the
-    NOTEARS / DAG-GNN outer update, unless H(A) is already below `dag_tolerance`.
-
-    Args:
-      unit_labels: [N, n] labels in [0, 1] (l_u's σ range).
-    Returns:
-      (A [n, n], the final Lagrangian state, one {step, label_loss, dag_constraint,
-      multiplier, penalty} per outer update).
-    """
-    unit_labels = jnp.asarray(unit_labels, jnp.float32)
-    num_concepts = unit_labels.shape[1]
-    optimizer = optax.adam(learning_rate)
-
-    def inner_step(carry, _):
-        adjacency, opt_state, lagrangian = carry
-        grad_fn = jax.grad(cv.label_graph_objective, has_aux=True)
-        grads, _ = grad_fn(adjacency, unit_labels, lagrangian, dag_c)
-        updates, opt_state = optimizer.update(grads, opt_state)
-        return (optax.apply_updates(adjacency, updates), opt_state, lagrangian), None
-
-    @jax.jit
-    def outer_step(adjacency, opt_state, lagrangian):
-        (adjacency, opt_state, _), _ = jax.lax.scan(
-            inner_step, (adjacency, opt_state, lagrangian), None, length=update_every
-        )
-        _, terms = cv.label_graph_objective(adjacency, unit_labels, lagrangian, dag_c)
-        updated = cv.update_augmented_lagrangian(
-            lagrangian, terms["dag_constraint"], progress_rate=progress_rate,
-            penalty_growth=penalty_growth, max_penalty=max_penalty,
-        )
-        due = terms["dag_constraint"] > dag_tolerance
-        lagrangian = jax.tree.map(lambda new, old: jnp.where(due, new, old), updated, lagrangian)
-        return adjacency, opt_state, lagrangian, terms
-
-    adjacency = jnp.zeros((num_concepts, num_concepts), jnp.float32)
-    opt_state = optimizer.init(adjacency)
-    lagrangian = cv.AugmentedLagrangian.create(penalty=initial_penalty)
-    history = []
-    for outer in range(max(1, num_steps // update_every)):
-        adjacency, opt_state, lagrangian, terms = outer_step(adjacency, opt_state, lagrangian)
-        history.append({
-            "step": (outer + 1) * update_every,
-            "label_loss": float(terms["label_loss"]),
-            "dag_constraint": float(terms["dag_constraint"]),
-            "multiplier": float(lagrangian.multiplier),
-            "penalty": float(lagrangian.penalty),
-        })
-    return np.asarray(adjacency), lagrangian, history
 
 
 class CachedImages:
@@ -341,28 +307,17 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     total_steps = cfg.train.num_steps or cfg.train.num_epochs * batcher.steps_per_epoch
     init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
     objective = cfg.objective
-    initial_adjacency = initial_lagrangian = None
-    pretraining = None
-    if model.has_causal_layer and len(objective.initial_adjacency):
-        # A given by hand (as the authors' released code did): no pre-training.
-        initial_adjacency = np.asarray(objective.initial_adjacency, np.float32)
-    elif model.uses_label_prior and model.has_causal_layer and objective.graph_pretrain_steps > 0:
-        # Deterministic and cheap, so a resumed run recomputes it rather than saving it.
-        initial_adjacency, initial_lagrangian, history = pretrain_adjacency(
-            np.asarray(scaling.unit_interval(labels[split["train"]])),
-            num_steps=objective.graph_pretrain_steps,
-            update_every=objective.graph_pretrain_update_every,
-            learning_rate=objective.graph_pretrain_learning_rate,
-            initial_penalty=objective.initial_penalty, dag_c=objective.dag_c,
-            progress_rate=objective.progress_rate, penalty_growth=objective.penalty_growth,
-            max_penalty=objective.max_penalty, dag_tolerance=objective.dag_tolerance,
-        )
-        pretraining = {"adjacency": initial_adjacency.round(4).tolist(), "history": history}
-        logging.info("[%s] pre-trained A on l_u: %s (H = %.3g)", STAGE,
-                     initial_adjacency.round(2).tolist(), history[-1]["dag_constraint"])
+    check_finite_labels(labels[split["train"]], config.data.name)
+    # Deterministic, so a resumed run recomputes it (PC's result is read back from
+    # WORKDIR/graph_discovery.json) rather than checkpointing it.
+    start_graph = initial_graph(
+        objective, model, labels[split["train"]],
+        np.asarray(scaling.unit_interval(labels[split["train"]])), workdir, config.seed,
+    )
     make_state = functools.partial(
         create_state, model, dataset.image_shape, init_rng, cfg.optim.learning_rate,
-        objective.initial_penalty, initial_adjacency, initial_lagrangian,
+        objective.initial_penalty, start_graph.adjacency, start_graph.lagrangian,
+        start_graph.support,
     )
     checkpoints, state, first_step, finished = resume.open_stage(
         stage=STAGE, workdir=workdir, signature=signature(config), train_config=cfg.train,
@@ -406,16 +361,18 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         graph_threshold=cfg.train.graph_threshold, dag_c=cfg.objective.dag_c,
     )
     results["steps"] = int(jax.device_get(state.step))
-    if model.has_causal_layer and len(objective.initial_adjacency):
-        results["initial_adjacency"] = np.asarray(objective.initial_adjacency).tolist()
-    if pretraining is not None:
-        results["pretrained_adjacency"] = pretraining["adjacency"]
-        results["pretraining_final"] = pretraining["history"][-1]
+    results.update(start_graph.report)
     if jax.process_index() == 0:
+        host_params = jax.device_get(params)
+        if hasattr(dataset, "counterfactual_images") and cfg.train.num_counterfactual_images:
+            results["counterfactual"] = counterfactuals(
+                config, dataset, test_indices, labels[test_indices], scaling,
+                {"model": (model, host_params), **compared_models(config, mesh, dataset)},
+            )
         save_intervention_figure(
-            model, jax.device_get(params), dataset.images(split["test"][:1])[0],
-            scaling.prior_mean(labels[split["train"]]), results.get("learned_graph"),
-            cfg.train.figure_values, workdir / "figures" / "causalvae_interventions.png",
+            model, host_params, dataset, split["test"][0], scaling,
+            labels[split["train"]], results.get("learned_graph"), cfg.train.figure_values,
+            workdir / "figures" / "causalvae_interventions.png",
         )
     reporting.update_results(workdir, STAGE, results)
     logging.info("[%s] MIC %.1f TIC %.1f SHD %s", STAGE, results["mic"], results["tic"],
@@ -491,26 +448,90 @@ def evaluate(*, model, params, dataset, indices, labels, mesh, batch_size,
                                                    graph_threshold),
             is_acyclic=graphs.is_acyclic(adjacency, graph_threshold),
             dag_constraint=float(cv.dag_constraint(jnp.asarray(adjacency, jnp.float32), dag_c)),
+            **graph_report(learned, dataset.causal_graph),
         )
     return results
 
 
-def save_intervention_figure(model, params, image: np.ndarray, train_prior_means: np.ndarray,
-                             learned_graph, num_values: int, path: Path) -> None:
-    """One row per concept: the test image, then do(z_c = v) for `num_values` values v
-    from the 5th to the 95th percentile of the training labels' prior means λ₁(u_c)
-    (the extremes, combined with the other concepts' values, are far off the data
-    and decode poorly). A concept with children in the learned graph is set at the
-    mask layer's input and output (its children follow); one without, at the output
-    only (its causes stay as they are)."""
-    low, high = np.percentile(np.asarray(train_prior_means), [5, 95], axis=0)
-    values = np.linspace(low, high, num_values).T
+def save_intervention_figure(model, params, dataset, index: int, scaling: LabelScaling,
+                             train_labels: np.ndarray, learned_graph, num_values: int,
+                             path: Path) -> None:
+    """Two rows per concept: the model's do(z_c = v), then (for datasets the library
+    draws) the simulator's true counterfactual do(c = v), each after the test image
+    `index`. The `num_values` values v run from the 5th to the 95th percentile of the
+    training labels (the extremes, combined with the other concepts' values, are far
+    off the data and decode poorly). A concept with children in the learned graph is
+    set at the mask layer's input and output (its descendants follow); one without,
+    at the output only (its causes stay as they are)."""
+    low, high = np.percentile(np.asarray(train_labels, np.float64), [5, 95], axis=0)
+    raw_values = np.linspace(low, high, num_values).T  # [n, V] in label units
+    codes = (raw_values - scaling.prior_offset[:, None]) / scaling.prior_scale[:, None]
     if learned_graph is None:
         has_children = np.zeros(model.num_concepts, bool)
     else:
         has_children = np.asarray(learned_graph).sum(axis=1) > 0
-    grid = causalvae_interventions.intervention_sweep(model, params, image, values, has_children)
+    image = dataset.images(np.array([index]))[0]
+    grid = causalvae_interventions.intervention_sweep(model, params, image, codes, has_children)
+    if hasattr(dataset, "counterfactual_images"):
+        repeated = np.full(num_values, index)
+        rows = []
+        for concept in range(model.num_concepts):
+            truth = dataset.counterfactual_images(repeated, concept, raw_values[concept])
+            rows += [grid[concept], np.concatenate([image[None], truth])]
+        grid = np.stack(rows)
     save_png(image_grid(grid), path, upscale=1)
+
+
+def counterfactuals(config: ml_collections.ConfigDict, dataset, indices: np.ndarray,
+                    labels: np.ndarray, scaling: LabelScaling, models: dict) -> dict:
+    """`evaluation.counterfactual_scores` on `num_counterfactual_images` test images,
+    for this run's model and the compared runs' (`compare_workdirs`)."""
+    chosen, values = counterfactual_pairs(
+        indices, labels, config.causalvae.train.num_counterfactual_images, config.seed
+    )
+    logging.info("[%s] scoring interventions of %s against the simulator on %d images",
+                 STAGE, ", ".join(models), len(chosen))
+    return score_counterfactuals(
+        dataset, chosen, values, scaling.prior_offset, scaling.prior_scale, models,
+        batch_size=config.causalvae.train.eval_batch_size,
+    )
+
+
+def compared_models(config: ml_collections.ConfigDict, mesh: Mesh, dataset) -> dict:
+    """name -> (model, params) of the finished runs in `compare_workdirs`, named by
+    their variant and decoder (e.g. "condition_vae", "causalvae_joint")."""
+    models = {}
+    for directory in config.causalvae.train.compare_workdirs:
+        directory = Path(directory)
+        config_path = directory / "config.json"
+        if not config_path.exists():
+            raise FileNotFoundError(
+                f"{config_path} not found: causalvae.train.compare_workdirs must list the "
+                "--workdir of finished CausalVAE runs"
+            )
+        other = ml_collections.ConfigDict(json.loads(config_path.read_text()))
+        if other.data.name != config.data.name:
+            raise ValueError(
+                f"{directory} was trained on {other.data.name!r}, not {config.data.name!r}: "
+                "compare runs on the same dataset"
+            )
+        model, params = load_trained(other, directory, mesh, dataset)
+        name = other.causalvae.model.variant
+        if model.has_mask_layer or model.decoder != "per_concept":
+            name = f"{name}_{model.decoder}"
+        models[name] = (model, jax.device_get(params))
+    return models
+
+
+def check_finite_labels(labels: np.ndarray, dataset_name: str) -> None:
+    """ValueError naming the first non-finite training label."""
+    if not np.isfinite(labels).all():
+        example, concept = np.argwhere(~np.isfinite(labels))[0]
+        raise ValueError(
+            f"dataset {dataset_name!r}: training label {concept} of example {example} is "
+            f"{labels[example, concept]}; CausalVAE needs finite labels: fix or drop "
+            "those examples"
+        )
 
 
 def evaluation_indices(config: ml_collections.ConfigDict, split: dict) -> np.ndarray:

@@ -1,7 +1,13 @@
-"""CausalVAE objectives as pure functions of arrays (paper §4, Eq. 10–14; SPEC §2).
+"""The terms of CausalVAE's objective as pure functions of arrays (paper §4, Eq.
+10–13; SPEC §2):
 
-    L = −ELBO + α·H(A) + β·l_u + γ·l_m,    (α, β, γ) = (1, 1, 1)   (Eq. 14, §6)
     −ELBO = BCE(x, f(z)) + KL(q(ε|x,u) ‖ N(0, I)) + KL(q(z|x,u) ‖ p(z|u))   (Eq. 10)
+    l_u (Eq. 11), l_m (Eq. 12), H(A) (Eq. 13)
+
+The paper sums them as Eq. 14, L = −ELBO + α·H(A) + β·l_u + γ·l_m with (α, β, γ)
+= (1, 1, 1) (§6); the training losses that combine them, with the augmented
+Lagrangian below in place of α·H(A), are objectives/causalvae_variants.py's, one
+per model variant.
 
 Conventions (see models/scm.py): A[j, i] ≠ 0 means concept j causes concept i;
 latents are [B, n, k]; labels u are [B, n]. Every term is a batch mean of a
@@ -11,7 +17,8 @@ one example's log-likelihood, as in Eq. 10 (E over the data of a sum).
 The paper also pre-trains A on l_u with the augmented Lagrangian method of DAG-GNN
 (its ref. [32]; §6 "we design a pre-train process by optimizing augmented Lagrangian
 method on Eq. 11"): `AugmentedLagrangian`, `augmented_lagrangian_penalty`,
-`update_augmented_lagrangian` and `label_graph_objective` are that procedure's parts.
+`update_augmented_lagrangian` and `label_graph_objective` are that procedure's parts
+(the first three also carry H(A) in the joint training, train/causalvae_stage.py).
 (The authors' released code instead added fixed 3·H + 0.5·H² to the loss; SPEC asks
 for the paper's method.)
 """
@@ -19,7 +26,6 @@ for the paper's method.)
 import flax.struct
 import jax
 import jax.numpy as jnp
-import ml_collections
 
 from causal_disent.models import gumbel
 from causal_disent.models.scm import check_adjacency
@@ -235,33 +241,6 @@ def negative_elbo(
         "kl_label_prior": label_prior_kl(latent_mean, latent_var, prior_mean),
     }
     return {**terms, "negative_elbo": sum(terms.values())}
-
-
-# ---- Eq. 14 ---------------------------------------------------------------------
-
-
-def default_weights() -> ml_collections.ConfigDict:
-    """(α, β, γ) = (1, 1, 1), the paper's values for all experiments (§6)."""
-    return ml_collections.ConfigDict({"alpha": 1.0, "beta": 1.0, "gamma": 1.0})
-
-
-def total_loss(
-    negative_elbo_value: jax.Array,
-    dag_constraint_value: jax.Array,
-    label_loss: jax.Array,
-    mask_loss_value: jax.Array,
-    *,
-    alpha: float = 1.0,
-    beta: float = 1.0,
-    gamma: float = 1.0,
-) -> jax.Array:
-    """L = −ELBO + α·H(A) + β·l_u + γ·l_m (Eq. 14)."""
-    return (
-        negative_elbo_value
-        + alpha * dag_constraint_value
-        + beta * label_loss
-        + gamma * mask_loss_value
-    )
 
 
 # ---- augmented Lagrangian (pre-training of A on l_u, §6 / DAG-GNN, NOTEARS) ---------

@@ -137,20 +137,33 @@ def test_mask_layer_parameters_are_stacked_per_concept(mask_setup):
     )
 
 
+def reference_mask_layer(params, latents, adjacency, exogenous):
+    """z_i = g_i(Σ_j A[j, i] z_j) + ε_i by a NumPy loop over concepts (g_i: ELU MLP).
+
+    Returns (parent_inputs, parent_prediction, z), each [B, n, k] float64.
+    """
+    p = jax.tree.map(lambda leaf: np.asarray(leaf, np.float64), params)
+    z, eps = np.asarray(latents, np.float64), np.asarray(exogenous, np.float64)
+    adjacency = np.asarray(adjacency, np.float64)
+    inputs, predictions = [], []
+    for i in range(adjacency.shape[0]):
+        masked = sum(adjacency[j, i] * z[:, j] for j in range(adjacency.shape[0]))  # [B, k]
+        pre = masked @ p["hidden_kernel"][i] + p["hidden_bias"][i]
+        hidden = np.where(pre > 0, pre, np.expm1(pre))  # ELU
+        inputs.append(masked)
+        predictions.append(hidden @ p["output_kernel"][i] + p["output_bias"][i])
+    inputs, predictions = np.stack(inputs, axis=1), np.stack(predictions, axis=1)
+    return inputs, predictions, predictions + eps
+
+
 def test_mask_layer_equals_a_loop_over_concepts(mask_setup):
     module, apply, _, params, latents, exogenous = mask_setup
     adjacency = np.asarray(normal((CONCEPTS, CONCEPTS), 13))
     out = apply({"params": params}, latents, jnp.asarray(adjacency), exogenous)
-    p = jax.tree.map(np.asarray, params)
-    z, eps = np.asarray(latents), np.asarray(exogenous)
-    for i in range(CONCEPTS):
-        masked = sum(adjacency[j, i] * z[:, j] for j in range(CONCEPTS))  # [B, k]
-        pre = masked @ p["hidden_kernel"][i] + p["hidden_bias"][i]
-        hidden = np.where(pre > 0, pre, np.expm1(pre))  # ELU
-        g_i = hidden @ p["output_kernel"][i] + p["output_bias"][i]
-        np.testing.assert_allclose(out["parent_inputs"][:, i], masked, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(out["parent_prediction"][:, i], g_i, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(out["z"][:, i], g_i + eps[:, i], rtol=1e-5, atol=1e-5)
+    masked, g, z = reference_mask_layer(params, latents, adjacency, exogenous)
+    np.testing.assert_allclose(out["parent_inputs"], masked, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["parent_prediction"], g, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["z"], z, rtol=1e-5, atol=1e-5)
 
 
 def _outputs_after_changing(apply, params, latents, exogenous, adjacency, concept):
@@ -174,6 +187,11 @@ def test_an_edge_carries_the_parent_to_its_child_only(mask_setup):
     before, after = _outputs_after_changing(
         apply, params, latents, exogenous, edges((0, 2)), concept=0
     )
+    # The child follows its parent's new value: g_2(z_0 + 1) + ε_2.
+    expected = reference_mask_layer(
+        params, latents.at[:, 0].add(1.0), edges((0, 2)), exogenous
+    )[2]
+    np.testing.assert_allclose(after[:, 2], expected[:, 2], rtol=1e-5, atol=1e-5)
     assert np.abs(after[:, 2] - before[:, 2]).max() > 1e-3
     np.testing.assert_array_equal(after[:, :2], before[:, :2])
 
@@ -222,18 +240,30 @@ def collider_outputs(mask_setup):
     }
 
 
-def test_intervening_a_cause_at_the_input_changes_its_child_only(collider_outputs):
+def child_of_do_cause(mask_setup):
+    """Concept 2 of the collider with z_0 = VALUE at the input: g_2(0.9·VALUE +
+    0.9·z_1) + ε_2, by the NumPy reference."""
+    _, _, _, params, latents, exogenous = mask_setup
+    set_cause = latents.at[:, 0].set(VALUE)
+    return reference_mask_layer(params, set_cause, COLLIDER, exogenous)[2][:, 2]
+
+
+def test_intervening_a_cause_at_the_input_changes_its_child_only(mask_setup,
+                                                                 collider_outputs):
     observed, intervened = collider_outputs["observed"], collider_outputs["cause_input"]
+    np.testing.assert_allclose(intervened[:, 2], child_of_do_cause(mask_setup),
+                               rtol=1e-5, atol=1e-5)
     assert np.abs(intervened[:, 2] - observed[:, 2]).max() > 1e-3
     np.testing.assert_array_equal(intervened[:, 1], observed[:, 1])
     # Without a self-loop, z_0 does not feed g_0.
     np.testing.assert_array_equal(intervened[:, 0], observed[:, 0])
 
 
-def test_do_on_a_cause_sets_it_and_propagates(collider_outputs):
+def test_do_on_a_cause_sets_it_and_propagates(mask_setup, collider_outputs):
     intervened = collider_outputs["cause_both"]
     np.testing.assert_array_equal(intervened[:, 0], VALUE)
-    np.testing.assert_array_equal(intervened[:, 2], collider_outputs["cause_input"][:, 2])
+    np.testing.assert_allclose(intervened[:, 2], child_of_do_cause(mask_setup),
+                               rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(intervened[:, 1], collider_outputs["observed"][:, 1])
 
 

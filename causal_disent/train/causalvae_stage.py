@@ -499,7 +499,8 @@ def counterfactuals(config: ml_collections.ConfigDict, dataset, indices: np.ndar
 
 def compared_models(config: ml_collections.ConfigDict, mesh: Mesh, dataset) -> dict:
     """name -> (model, params) of the finished runs in `compare_workdirs`, named by
-    their variant and decoder (e.g. "condition_vae", "causalvae_joint")."""
+    their variant and decoder (e.g. "condition_vae", "causalvae_joint"; a repeated
+    name gets "@<workdir name>")."""
     models = {}
     for directory in config.causalvae.train.compare_workdirs:
         directory = Path(directory)
@@ -519,6 +520,8 @@ def compared_models(config: ml_collections.ConfigDict, mesh: Mesh, dataset) -> d
         name = other.causalvae.model.variant
         if model.has_mask_layer or model.decoder != "per_concept":
             name = f"{name}_{model.decoder}"
+        if name in models:  # e.g. two seeds of one setting
+            name = f"{name}@{directory.name}"
         models[name] = (model, jax.device_get(params))
     return models
 

@@ -233,6 +233,72 @@ def test_tiny_end_to_end_run_writes_results_and_figure(tiny_run):
     assert all(np.isfinite(row["loss"]) for row in rows)
 
 
+def test_tiny_run_learns_its_graph_by_pc_and_scores_counterfactuals(tiny_run):
+    workdir, results = tiny_run
+    saved = results["causalvae"]
+    discovery = json.loads((workdir / "graph_discovery.json").read_text())
+    assert saved["graph_learning"] == "ci_tests" and saved["discovery"] == discovery
+    # Training may not add edges outside the learned DAG (A's updates are masked).
+    outside = np.asarray(saved["learned_adjacency"]) * (1 - np.asarray(discovery["dag"]))
+    np.testing.assert_array_equal(outside, 0.0)
+    scores = saved["counterfactual"]
+    assert scores["num_images"] == 8
+    assert list(scores["concepts"]) == list(registry.get_dataset("pendulum").label_names)
+    for entry in scores["concepts"].values():
+        for name in ("model", "model_reconstruction"):
+            assert 0 < entry[name]["changed_fraction"] < 1
+            assert 0 <= entry[name]["mse_kept"] <= 1 and 0 <= entry[name]["mse_changed"] <= 1
+    assert scores["concepts"]["shadow_length"]["descendants"] == []
+    assert scores["concepts"]["pendulum_angle"]["descendants"] == [
+        "shadow_length", "shadow_position"]
+
+
+def test_figure_has_a_true_counterfactual_row_under_each_model_row(tiny_run):
+    from PIL import Image
+
+    workdir, _ = tiny_run
+    figure = np.asarray(Image.open(workdir / "figures" / "causalvae_interventions.png"))
+    config = tiny_config()
+    columns = config.causalvae.train.figure_values + 1
+    assert figure.shape[0] > figure.shape[1] * (2 * 4) / columns * 0.9  # 8 rows of tiles
+
+
+def test_a_run_compared_with_itself_scores_the_same(tiny_run):
+    workdir, results = tiny_run
+    config = tiny_config()
+    config.causalvae.train.compare_workdirs = (str(workdir),)
+    dataset = registry.get_dataset("pendulum")
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
+    compared = causalvae_stage.compared_models(config, mesh, dataset)
+    assert list(compared) == ["causalvae_per_concept"]
+    split = dataset.predefined_split()
+    labels = dataset.labels(np.arange(dataset.num_images)).astype(np.float32)
+    scaling = causalvae_stage.label_scaling("pendulum", labels[split["train"]])
+    test = causalvae_stage.evaluation_indices(config, split)
+    scores = causalvae_stage.counterfactuals(config, dataset, test, labels[test], scaling,
+                                             {"model": compared["causalvae_per_concept"],
+                                              **compared})
+    for entry in scores["concepts"].values():
+        assert entry["model"] == entry["causalvae_per_concept"]
+    assert scores["num_images"] == results["causalvae"]["counterfactual"]["num_images"]
+
+
+def test_comparing_with_a_missing_or_foreign_run_is_refused(tiny_run, tmp_path):
+    workdir, _ = tiny_run
+    config = tiny_config()
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
+    dataset = registry.get_dataset("pendulum")
+    config.causalvae.train.compare_workdirs = (str(tmp_path / "nothing"),)
+    with pytest.raises(FileNotFoundError, match="must list the --workdir of finished"):
+        causalvae_stage.compared_models(config, mesh, dataset)
+    foreign = json.loads((workdir / "config.json").read_text())
+    foreign["data"]["name"] = "flow"
+    (tmp_path / "config.json").write_text(json.dumps(foreign))
+    config.causalvae.train.compare_workdirs = (str(tmp_path),)
+    with pytest.raises(ValueError, match="was trained on 'flow', not 'pendulum'"):
+        causalvae_stage.compared_models(config, mesh, dataset)
+
+
 def test_finished_run_is_skipped_on_rerun(tiny_run, monkeypatch):
     workdir, results = tiny_run
 

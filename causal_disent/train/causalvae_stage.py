@@ -168,6 +168,8 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
                          "starting strength)")
     if train.num_counterfactual_images < 0:
         raise ValueError("causalvae.train.num_counterfactual_images must be >= 0 (0 = skip)")
+    for directory in train.compare_workdirs:  # checked now, not after training
+        compared_config(Path(directory), config.data.name)
     if objective.label_prior_weight <= 0:
         raise ValueError("causalvae.objective.label_prior_weight must be positive")
     if train.graph_threshold < 0 or train.figure_values < 1:
@@ -504,18 +506,7 @@ def compared_models(config: ml_collections.ConfigDict, mesh: Mesh, dataset) -> d
     models = {}
     for directory in config.causalvae.train.compare_workdirs:
         directory = Path(directory)
-        config_path = directory / "config.json"
-        if not config_path.exists():
-            raise FileNotFoundError(
-                f"{config_path} not found: causalvae.train.compare_workdirs must list the "
-                "--workdir of finished CausalVAE runs"
-            )
-        other = ml_collections.ConfigDict(json.loads(config_path.read_text()))
-        if other.data.name != config.data.name:
-            raise ValueError(
-                f"{directory} was trained on {other.data.name!r}, not {config.data.name!r}: "
-                "compare runs on the same dataset"
-            )
+        other = compared_config(directory, config.data.name)
         model, params = load_trained(other, directory, mesh, dataset)
         name = other.causalvae.model.variant
         if model.has_mask_layer or model.decoder != "per_concept":
@@ -524,6 +515,24 @@ def compared_models(config: ml_collections.ConfigDict, mesh: Mesh, dataset) -> d
             name = f"{name}@{directory.name}"
         models[name] = (model, jax.device_get(params))
     return models
+
+
+def compared_config(directory: Path, dataset_name: str) -> ml_collections.ConfigDict:
+    """The config of a run in `compare_workdirs`; an error naming the fix unless it is
+    a run on `dataset_name`."""
+    config_path = directory / "config.json"
+    if not config_path.exists():
+        raise FileNotFoundError(
+            f"{config_path} not found: causalvae.train.compare_workdirs must list the "
+            "--workdir of finished CausalVAE runs"
+        )
+    other = ml_collections.ConfigDict(json.loads(config_path.read_text()))
+    if other.data.name != dataset_name:
+        raise ValueError(
+            f"{directory} was trained on {other.data.name!r}, not {dataset_name!r}: "
+            "compare runs on the same dataset"
+        )
+    return other
 
 
 def check_finite_labels(labels: np.ndarray, dataset_name: str) -> None:

@@ -168,3 +168,11 @@ def test_counterfactual_pairs_spread_images_and_borrow_other_labels():
     np.testing.assert_array_equal(chosen, [100, 125, 150, 174, 199])
     assert values.shape == (5, 4) and len(np.unique(values[:, 0])) == 5
     assert set(values[:, 0]) <= set(labels[:, 0])
+
+
+def test_a_missing_compared_run_is_refused_before_training(tmp_path):
+    config = causalvae_pendulum.get_config("tiny")
+    config.causalvae.train.compare_workdirs = (str(tmp_path / "not_a_run"),)
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
+    with pytest.raises(FileNotFoundError, match="must list the --workdir of finished"):
+        causalvae_stage.validate(config, mesh, tmp_path)

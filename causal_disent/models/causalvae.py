@@ -7,7 +7,7 @@ Neural Structural Causal Models", CVPR 2021, §3–4) and its two baselines, one
 `decoder` picks how the latents become an image:
 
   "per_concept"  (default) one ConvDecoder per concept, reading only that concept's
-                 k dims; their logits are summed. This is the authors' released
+                 k dims; their logits are averaged. This is the authors' released
                  design (each concept decoded by its own network, the results
                  combined): a concept's code can only draw through its own network,
                  so intervening on one concept cannot redraw another's pixels
@@ -109,7 +109,7 @@ class ConvDecoder(nn.Module):
 
 
 class PerConceptDecoder(nn.Module):
-    """Decodes each concept on its own and sums the n logit maps.
+    """Decodes each concept on its own and averages the n logit maps.
 
     Concept i's k dims go through its own MLP (weights stacked on a leading concept
     axis) to a [base, base, widths[0]] map; the n maps then go, each separately (the
@@ -128,7 +128,7 @@ class PerConceptDecoder(nn.Module):
 
     @nn.compact
     def __call__(self, latents: jax.Array) -> jax.Array:
-        """[B, n, k] -> logits [B, H, W, ch] (the sum of the n concepts' logits)."""
+        """[B, n, k] -> logits [B, H, W, ch] (the mean of the n concepts' logits)."""
         batch, num_concepts, concept_dim = latents.shape
         height, width, channels = self.image_shape
         scale = 2 ** len(self.widths)
@@ -147,7 +147,10 @@ class PerConceptDecoder(nn.Module):
         for i, features in enumerate(self.widths[1:]):
             x = nn.elu(UpsampleConv(features, name=f"up{i}")(x))
         logits = UpsampleConv(channels, name="to_image")(x)
-        return logits.reshape(num_concepts, batch, height, width, channels).sum(axis=0)
+        # The mean, not the sum (as the authors): each concept's network moves the
+        # logits by 1/n of its step, so the n networks together learn at the pace of
+        # one decoder (with the sum, a `:small` run diverged after 2000 steps).
+        return logits.reshape(num_concepts, batch, height, width, channels).mean(axis=0)
 
 
 class CausalVAE(nn.Module):

@@ -129,6 +129,8 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
             )
     if optim.learning_rate <= 0:
         raise ValueError("causalvae.optim.learning_rate must be positive")
+    if optim.max_grad_norm < 0:
+        raise ValueError("causalvae.optim.max_grad_norm must be >= 0 (0 = no clipping)")
     if train.num_steps <= 0 and train.num_epochs <= 0:
         raise ValueError("set causalvae.train.num_steps or causalvae.train.num_epochs > 0")
     if objective.lagrangian_update_every_steps < 1 or objective.penalty_growth <= 1:
@@ -245,10 +247,11 @@ def make_train_step(model, scaling: LabelScaling, objective: ml_collections.Conf
 def create_state(model, image_shape, init_rng, learning_rate: float,
                  initial_penalty: float, initial_adjacency=None,
                  initial_lagrangian: cv.AugmentedLagrangian | None = None,
-                 adjacency_support=None) -> CausalVAEState:
+                 adjacency_support=None, max_grad_norm: float = 0.0) -> CausalVAEState:
     """A fresh state; A (when the model has one) and the Lagrangian state start from
     `initial_adjacency` / `initial_lagrangian` when given (the pre-training's); A's
-    updates are zeroed outside `adjacency_support` when given."""
+    updates are zeroed outside `adjacency_support` when given; gradients are clipped
+    to a global norm of `max_grad_norm` when it is > 0."""
     sample = jnp.zeros((1, *image_shape), jnp.float32)
     params = model.init(init_rng, sample)["params"]
     if initial_adjacency is not None and model.has_causal_layer:
@@ -256,7 +259,11 @@ def create_state(model, image_shape, init_rng, learning_rate: float,
                                     "adjacency": jnp.asarray(initial_adjacency, jnp.float32)}}
     if initial_lagrangian is None:
         initial_lagrangian = cv.AugmentedLagrangian.create(penalty=initial_penalty)
-    tx = optax.chain(adjacency_gradient_mask(adjacency_support), optax.adam(learning_rate))
+    # Every link is always present (identity when unused), so the optimiser state has
+    # one structure whatever the settings and any checkpoint restores.
+    clip = optax.clip_by_global_norm(max_grad_norm) if max_grad_norm > 0 else optax.identity()
+    tx = optax.chain(adjacency_gradient_mask(adjacency_support), clip,
+                     optax.adam(learning_rate))
     return CausalVAEState.create(
         apply_fn=model.apply, params=params, tx=tx, lagrangian=initial_lagrangian,
     )
@@ -319,7 +326,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     make_state = functools.partial(
         create_state, model, dataset.image_shape, init_rng, cfg.optim.learning_rate,
         objective.initial_penalty, start_graph.adjacency, start_graph.lagrangian,
-        start_graph.support,
+        start_graph.support, cfg.optim.max_grad_norm,
     )
     checkpoints, state, first_step, finished = resume.open_stage(
         stage=STAGE, workdir=workdir, signature=signature(config), train_config=cfg.train,

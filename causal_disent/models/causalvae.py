@@ -25,8 +25,8 @@ size n·k in all three):
   "causalvae_unsup"  CausalVAE-unsup: the causal layer (learned A) but no mask layer
                      (the decoder sees z = (I − Aᵀ)⁻¹ ε) and no conditional prior.
 
-The encoder outputs only the mean of q(ε | x): the authors fixed its variance to 1
-(SPEC), and the decoder reads the latent means (the authors sampled z with variance
+The encoder outputs only the mean of q(ε | x): the authors' code fixed its variance
+to 1, and the decoder reads the latent means (the authors sampled z with variance
 0.001, a negligible jitter; without it the model is deterministic and needs no RNG).
 
 Interventions (`CausalVAE.intervene`) follow the paper and `scm.MaskLayer.intervene`:

@@ -1,5 +1,5 @@
-"""The terms of CausalVAE's objective as pure functions of arrays (paper §4, Eq.
-10–13; SPEC §2):
+"""The terms of CausalVAE's objective as pure functions of arrays (Yang et al.,
+"CausalVAE", CVPR 2021, §4, Eq. 10–13):
 
     −ELBO = BCE(x, f(z)) + KL(q(ε|x,u) ‖ N(0, I)) + KL(q(z|x,u) ‖ p(z|u))   (Eq. 10)
     l_u (Eq. 11), l_m (Eq. 12), H(A) (Eq. 13)
@@ -19,8 +19,8 @@ The paper also pre-trains A on l_u with the augmented Lagrangian method of DAG-G
 method on Eq. 11"): `AugmentedLagrangian`, `augmented_lagrangian_penalty`,
 `update_augmented_lagrangian` and `label_graph_objective` are that procedure's parts
 (the first three also carry H(A) in the joint training, train/causalvae_stage.py).
-(The authors' released code instead added fixed 3·H + 0.5·H² to the loss; SPEC asks
-for the paper's method.)
+(The authors' released code instead added fixed 3·H + 0.5·H² to the loss; we follow
+the paper's method.)
 """
 
 import flax.struct
@@ -104,7 +104,7 @@ def mask_loss(latents: jax.Array, parent_prediction: jax.Array) -> jax.Array:
 
 
 def normalise_labels(labels: jax.Array, label_scale) -> jax.Array:
-    """(u − mean) / scale per concept: the conditional prior's mean λ₁(u) (SPEC §2).
+    """(u − mean) / scale per concept: the conditional prior's mean λ₁(u) (paper Eq. 7).
 
     Args:
       labels: [B, n] raw labels.
@@ -170,7 +170,7 @@ def diagonal_gaussian_kl(
     """KL(N(mean_q, var_q) ‖ N(mean_p, var_p)) for diagonal Gaussians, elementwise.
 
     = ½ [log(var_p / var_q) + (var_q + (mean_q − mean_p)²) / var_p − 1]. A variance
-    of None means 1 (the authors fixed the encoder variance to 1; SPEC §2).
+    of None means 1 (the authors' code fixed the encoder variance to 1).
     """
     var_q = jnp.ones_like(mean_q) if var_q is None else var_q
     var_p = jnp.ones_like(mean_p) if var_p is None else var_p

@@ -67,3 +67,18 @@ def require_finite_scene(scene: dict[str, np.ndarray]) -> None:
     for name, part in scene.items():
         rule = "finite (the intervention overflows it; use smaller values)"
         require(part, np.isfinite(part), name, rule)
+
+
+def draw_counterfactual(dataset, index: np.ndarray, concept: int, values: np.ndarray,
+                        label_names: tuple[str, ...], check_physical) -> np.ndarray:
+    """The steps every dataset's `counterfactual_images` shares: validate the
+    arguments (`check_physical(concept, values)` for the dataset's own limits),
+    build `dataset._intervened_scene`, refuse a scene that overflowed, draw it."""
+    index = dataset.check_index(index)
+    concept = check_concept(concept, label_names, dataset.name)
+    values = check_values(values, len(index))
+    check_physical(concept, values)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: rejected just below
+        parts = dataset._intervened_scene(index, concept, values)
+    require_finite_scene(parts)
+    return dataset.render_scene(parts)

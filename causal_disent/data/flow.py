@@ -39,13 +39,7 @@ import numpy as np
 
 from causal_disent.data import raster
 from causal_disent.data.base import FactorDataset, render_in_chunks
-from causal_disent.data.counterfactuals import (
-    check_concept,
-    check_values,
-    descendants,
-    require,
-    require_finite_scene,
-)
+from causal_disent.data.counterfactuals import descendants, draw_counterfactual, require
 
 BALL_INDICES = np.arange(5, 35)  # r, 30 values
 WATER_INDICES = np.arange(10, 40)  # h_raw, 30 values
@@ -83,6 +77,12 @@ _PHYSICAL_RULES = (
     (lambda v: v >= 0, ">= 0 (a speed)"),
     (lambda v: v > _JET_END_Y, f"> {_JET_END_Y} (the jet ends at y = {_JET_END_Y})"),
 )
+
+
+def _check_physical(concept: int, values: np.ndarray) -> None:
+    """ValueError for intervention values no flow scene can have."""
+    holds, rule = _PHYSICAL_RULES[concept]
+    require(values, holds(values), LABEL_NAMES[concept], rule)
 
 
 def water_mechanism(ball: np.ndarray, h_raw: np.ndarray) -> np.ndarray:
@@ -214,15 +214,7 @@ class Flow(FactorDataset):
           is the grid image (r2, h_raw, hole) where the two share eps, and
           differs from it in the jet alone elsewhere (likewise water and hole).
         """
-        index = self.check_index(index)
-        concept = check_concept(concept, LABEL_NAMES, self.name)
-        values = check_values(values, len(index))
-        holds, rule = _PHYSICAL_RULES[concept]
-        require(values, holds(values), LABEL_NAMES[concept], rule)
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow: rejected just below
-            parts = self._intervened_scene(index, concept, values)
-        require_finite_scene(parts)
-        return self.render_scene(parts)
+        return draw_counterfactual(self, index, concept, values, LABEL_NAMES, _check_physical)
 
     def _intervened_scene(
         self, index: np.ndarray, concept: int, values: np.ndarray

@@ -34,13 +34,7 @@ import numpy as np
 
 from causal_disent.data import raster
 from causal_disent.data.base import FactorDataset, render_in_chunks
-from causal_disent.data.counterfactuals import (
-    check_concept,
-    check_values,
-    descendants,
-    require,
-    require_finite_scene,
-)
+from causal_disent.data.counterfactuals import descendants, draw_counterfactual, require
 
 ANGLE_INDICES = np.arange(-40, 44)  # i, 84 values
 LIGHT_INDICES = np.array([j for j in range(60, 148) if j != 100])  # j, 87 values
@@ -205,14 +199,7 @@ class Pendulum(FactorDataset):
           [B, 96, 96, 4] uint8: angle or light moved and the shadow recomputed from
           the geometry, or the shadow alone redrawn, its other attribute kept.
         """
-        index = self.check_index(index)
-        concept = check_concept(concept, LABEL_NAMES, self.name)
-        values = check_values(values, len(index))
-        _check_physical(concept, values)
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow: rejected just below
-            parts = self._intervened_scene(index, concept, values)
-        require_finite_scene(parts)
-        return self.render_scene(parts)
+        return draw_counterfactual(self, index, concept, values, LABEL_NAMES, _check_physical)
 
     def _intervened_scene(
         self, index: np.ndarray, concept: int, values: np.ndarray

@@ -97,15 +97,25 @@ class ConvDecoder(nn.Module):
 
     @nn.compact
     def __call__(self, latents: jax.Array) -> jax.Array:
-        height, width, channels = self.image_shape
-        scale = 2 ** len(self.widths)
-        base_h, base_w = height // scale, width // scale
+        base_h, base_w = base_map_size(self.image_shape, self.widths)
         x = nn.elu(nn.Dense(self.hidden, name="hidden")(latents))
         x = nn.elu(nn.Dense(base_h * base_w * self.widths[0], name="to_map")(x))
         x = x.reshape(x.shape[0], base_h, base_w, self.widths[0])
-        for i, features in enumerate(self.widths[1:]):
-            x = nn.elu(UpsampleConv(features, name=f"up{i}")(x))
-        return UpsampleConv(channels, name="to_image")(x)
+        return upsample_to_image(x, self.widths, self.image_shape[-1])
+
+
+def base_map_size(image_shape, widths: Sequence[int]) -> tuple[int, int]:
+    """(h, w) of the map the decoders' MLP produces: the image halved len(widths) times."""
+    scale = 2 ** len(widths)
+    return image_shape[0] // scale, image_shape[1] // scale
+
+
+def upsample_to_image(x: jax.Array, widths: Sequence[int], channels: int) -> jax.Array:
+    """The decoders' conv stack: 2× upsamplings to widths[1:] (ELU), then to `channels`
+    logits. Called inside a compact `__call__`, so its layers belong to that module."""
+    for i, features in enumerate(widths[1:]):
+        x = nn.elu(UpsampleConv(features, name=f"up{i}")(x))
+    return UpsampleConv(channels, name="to_image")(x)
 
 
 class PerConceptDecoder(nn.Module):
@@ -131,8 +141,7 @@ class PerConceptDecoder(nn.Module):
         """[B, n, k] -> logits [B, H, W, ch] (the mean of the n concepts' logits)."""
         batch, num_concepts, concept_dim = latents.shape
         height, width, channels = self.image_shape
-        scale = 2 ** len(self.widths)
-        base_h, base_w = height // scale, width // scale
+        base_h, base_w = base_map_size(self.image_shape, self.widths)
         map_size = base_h * base_w * self.widths[0]
         kernel_init = nn.initializers.lecun_normal(batch_axis=0)  # fan-in per concept
         hidden_kernel = self.param("hidden_kernel", kernel_init,
@@ -144,9 +153,7 @@ class PerConceptDecoder(nn.Module):
         x = nn.elu(jnp.einsum("bnk,nkh->nbh", latents, hidden_kernel) + hidden_bias[:, None])
         x = nn.elu(jnp.einsum("nbh,nhm->nbm", x, map_kernel) + map_bias[:, None])
         x = x.reshape(num_concepts * batch, base_h, base_w, self.widths[0])
-        for i, features in enumerate(self.widths[1:]):
-            x = nn.elu(UpsampleConv(features, name=f"up{i}")(x))
-        logits = UpsampleConv(channels, name="to_image")(x)
+        logits = upsample_to_image(x, self.widths, channels)
         # The mean, not the sum (as the authors): each concept's network moves the
         # logits by 1/n of its step, so the n networks together learn at the pace of
         # one decoder (with the sum, a `:small` run diverged after 2000 steps).

@@ -26,13 +26,14 @@ import numpy as np
 # Runs from a checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from causal_disent.runs import causalvae as causalvae_run  # noqa: E402
+from causal_disent.evaluation import causalvae_evaluation  # noqa: E402
 from causal_disent.data import registry, splits  # noqa: E402
 from causal_disent.evaluation.counterfactual_scores import (  # noqa: E402
     counterfactual_pairs,
     score_counterfactuals,
 )
-from causal_disent.train import causalvae_stage  # noqa: E402
-from causal_disent.train.sharding import make_data_mesh  # noqa: E402
+from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
 
 
 def main() -> None:
@@ -47,9 +48,9 @@ def main() -> None:
     dataset = registry.dataset_from_config(first.data)
     split = splits.dataset_split(dataset, first.data.split_fractions, first.data.split_seed)
     labels = dataset.labels(np.arange(dataset.num_images)).astype(np.float32)
-    scaling = causalvae_stage.label_scaling(first.data.name, labels[split["train"]])
+    scaling = causalvae_run.label_scaling(first.data.name, labels[split["train"]])
     mesh = make_data_mesh(jax.devices()[:1])
-    models = causalvae_stage.compared_models(first, mesh, dataset)
+    models = causalvae_evaluation.compared_models(first, mesh, dataset)
     test = split["test"]
     chosen, values = counterfactual_pairs(test, labels[test], args.num_images, args.seed)
     scores = score_counterfactuals(dataset, chosen, values, scaling.prior_offset,

@@ -65,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from causal_disent.data import registry, splits  # noqa: E402
 from causal_disent.discovery import ci_tests, pc as pc_algorithm  # noqa: E402
 from causal_disent.discovery import graphs as discovery_graphs  # noqa: E402
-from causal_disent.evaluation import graphs  # noqa: E402
+from causal_disent.evaluation.metrics import graphs  # noqa: E402
 
 
 def all_dags(num_nodes: int) -> list[np.ndarray]:
@@ -75,7 +75,7 @@ def all_dags(num_nodes: int) -> list[np.ndarray]:
         graph = np.zeros((num_nodes, num_nodes), np.int64)
         for present, (i, j) in zip(chosen, edges):
             graph[i, j] = present
-        if graphs.is_acyclic(graph.astype(float), 0.5):
+        if discovery_graphs.is_acyclic(graph.astype(float), 0.5):
             dags.append(graph)
     return dags
 

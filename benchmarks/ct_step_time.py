@@ -49,17 +49,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-SIZES = dict(batch=16, num_actions=12, num_nodes=64, num_codes=64, graph_hidden=800,
-             gnn_hidden=100, gnn_layers=2)
+from configs import ctvae_shapes3d  # noqa: E402
+
+PAPER = ctvae_shapes3d.get_config()
+SIZES = dict(batch=PAPER.ct.optim.batch_size, num_actions=12, num_nodes=64,
+             num_codes=PAPER.mcqvae.model.num_codes, graph_hidden=PAPER.ct.model.graph_hidden,
+             gnn_hidden=PAPER.ct.model.gnn_hidden, gnn_layers=PAPER.ct.model.gnn_layers)
 PATHS = ("cache", "encode")
 DEFAULT_PATH = "cache"
 CACHE_IMAGES = 480_000  # Shapes3D
-ENCODERS = {
-    "paper": dict(downsample_widths=(64, 128, 256), hidden_width=256, num_res_blocks=6,
-                  res_hidden=256, latent_dim=128),
-    "small": dict(downsample_widths=(32, 64, 128), hidden_width=128, num_res_blocks=2,
-                  res_hidden=64, latent_dim=64),
-}
+ENCODERS = {"paper": None, "small": "small"}  # --encoder -> the config variant of its sizes
 GRID = 8  # the encoders' code grid on 64 × 64 images
 
 
@@ -68,14 +67,15 @@ def build_encoder(encoder: str):
     import jax
     import jax.numpy as jnp
 
-    from causal_disent.models.mcqvae import MCQVAE
-    from causal_disent.objectives.mcqvae import images_to_unit_range
+    from causal_disent import models
+    from causal_disent.utils.images import images_to_unit_range
 
     num_codebooks, remainder = divmod(SIZES["num_nodes"], GRID * GRID)
     if remainder or num_codebooks < 1:
         raise SystemExit(f"--num_nodes must be a multiple of {GRID * GRID} (C codebooks × 8 × 8)")
-    mcqvae = MCQVAE(**ENCODERS[encoder], num_codebooks=num_codebooks,
-                    num_codes=SIZES["num_codes"], out_channels=3)
+    model_config = ctvae_shapes3d.get_config(ENCODERS[encoder]).mcqvae.model
+    model_config.update(num_codebooks=num_codebooks, num_codes=SIZES["num_codes"])
+    mcqvae = models.build_mcqvae(model_config, out_channels=3)
     params = mcqvae.init(jax.random.key(0), jnp.zeros((1, 64, 64, 3)))["params"]
 
     @jax.jit
@@ -99,16 +99,15 @@ def time_mode(mode: str, path: str, steps: int, gnn_backend: str, encoder: str) 
     import numpy as np
     import optax
 
-    from causal_disent.models.ct_layer import CausalTransition
+    from causal_disent import models
     from causal_disent.objectives import ct
     from causal_disent.train.state import TrainState, train_step
 
     s = SIZES
-    model = CausalTransition(
-        num_nodes=s["num_nodes"], num_codes=s["num_codes"], num_actions=s["num_actions"],
-        graph_hidden=s["graph_hidden"], gnn_hidden=s["gnn_hidden"],
-        gnn_layers=s["gnn_layers"], gnn_backend=gnn_backend,
-    )
+    model_config = ctvae_shapes3d.get_config().ct.model
+    model_config.update(graph_hidden=s["graph_hidden"], gnn_hidden=s["gnn_hidden"],
+                        gnn_layers=s["gnn_layers"], gnn_backend=gnn_backend)
+    model = models.build_ct_layer(model_config, s["num_nodes"], s["num_codes"], s["num_actions"])
     rng = np.random.default_rng(0)
     keys = jax.random.split(jax.random.key(0), 4)
     if path == "cache":

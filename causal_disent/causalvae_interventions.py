@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from causal_disent.models.causalvae import CausalVAE
-from causal_disent.objectives.mcqvae import images_to_unit_range
+from causal_disent.utils.images import images_to_unit_range
 
 
 def intervene(

@@ -44,7 +44,7 @@ _OUTPUT = flags.DEFINE_string(
 def main(argv) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    from causal_disent.train.reporting import quiet_orbax_info
+    from causal_disent.runs.checkpoint import quiet_orbax_info
 
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     try:
@@ -70,7 +70,7 @@ def build_card() -> tuple[dict, Path]:
         if workdir is None:
             raise ValueError("--model=trained needs --workdir=DIR of a finished run "
                              "(or use --model=identity / random with --dataset)")
-        from causal_disent.train.sharding import make_data_mesh
+        from causal_disent.utils.sharding import make_data_mesh
 
         run = trained_runs.open_run(workdir, make_data_mesh())
         dataset = run.dataset

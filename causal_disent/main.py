@@ -22,9 +22,9 @@ import jax
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from causal_disent.runs.checkpoint import quiet_orbax_info
 from causal_disent.train import stages
 from causal_disent.train.deadline import TimeBudgetExhausted
-from causal_disent.train.reporting import quiet_orbax_info
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Config file, optionally with a variant: FILE.py:small.",

@@ -1,9 +1,11 @@
-"""Every config file and variant loads and passes validation (nothing compiles)."""
+"""Every config file and variant loads, passes validation and builds its models
+(nothing compiles)."""
 
 import importlib
 
 import pytest
 
+from causal_disent import models
 from causal_disent.train import stages
 from tests.helpers import REPO_ROOT
 
@@ -17,6 +19,23 @@ def test_config_loads_and_validates(name, variant, tmp_path):
     module = importlib.import_module(f"configs.{name}")
     config = module.get_config(variant)
     stages.validate(config, tmp_path, stages.make_data_mesh())
+
+
+@pytest.mark.parametrize("name", CONFIG_FILES)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_model_sections_hold_exactly_their_modules_fields(name, variant):
+    """A section with a key that is not a field of its module, or without one of its
+    fields, fails to build (the image, node, code and action sizes are made up)."""
+    config = importlib.import_module(f"configs.{name}").get_config(variant)
+    if "mcqvae" in config.stages:
+        models.build_mcqvae(config.mcqvae.model, out_channels=3)
+    if "ct" in config.stages:
+        models.build_ct_layer(config.ct.model, num_nodes=8,
+                              num_codes=config.mcqvae.model.num_codes, num_actions=2)
+    if "causalvae" in config.stages:
+        models.build_causalvae(config.causalvae.model, image_shape=(64, 64, 3))
+    if "vae" in config.stages:
+        models.build_vae(config.vae.model, image_shape=(64, 64, 3))
 
 
 def test_unknown_variant_is_rejected():

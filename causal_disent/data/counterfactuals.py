@@ -6,12 +6,15 @@ do(label[c] = v) can be drawn exactly: every descendant of c in the causal graph
 is recomputed by its mechanism, every other concept keeps the factual image's
 value (its exogenous noise included). Each dataset's `counterfactual_images`
 does the drawing; this module holds what they share: the descendants of a
-concept and the validation of an intervention's arguments.
+concept, the validation of an intervention's arguments, and the base class that
+renders both datasets' scenes in bounded chunks.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from causal_disent.data.base import FactorDataset, render_in_chunks
 
 
 def descendants(graph: np.ndarray, concept: int) -> np.ndarray:
@@ -82,3 +85,24 @@ def draw_counterfactual(dataset, index: np.ndarray, concept: int, values: np.nda
         parts = dataset._intervened_scene(index, concept, values)
     require_finite_scene(parts)
     return dataset.render_scene(parts)
+
+
+class DrawnConceptDataset(FactorDataset):
+    """A concept dataset the library draws from scene parts (Pendulum, Flow): images
+    and counterfactuals are rendered in chunks of `RENDER_CHUNK` images, which bounds
+    the supersampling buffers. Subclasses define `_draw(parts)` (parts [B] each ->
+    uint8 images) and `_render(index)` (flat indices -> uint8 images)."""
+
+    RENDER_CHUNK = 128
+
+    def render_scene(self, parts: dict[str, np.ndarray]) -> np.ndarray:
+        """`scene` parts ([B] each) -> [B, H, W, ch] uint8 images, in chunks."""
+
+        def draw(rows: np.ndarray) -> np.ndarray:
+            return self._draw({name: part[rows] for name, part in parts.items()})
+
+        batch = len(next(iter(parts.values())))
+        return render_in_chunks(np.arange(batch), draw, self.RENDER_CHUNK, self.image_shape)
+
+    def _images_at(self, index: np.ndarray) -> np.ndarray:
+        return render_in_chunks(index, self._render, self.RENDER_CHUNK, self.image_shape)

@@ -38,8 +38,12 @@ from __future__ import annotations
 import numpy as np
 
 from causal_disent.data import raster
-from causal_disent.data.base import FactorDataset, render_in_chunks
-from causal_disent.data.counterfactuals import descendants, draw_counterfactual, require
+from causal_disent.data.counterfactuals import (
+    DrawnConceptDataset,
+    descendants,
+    draw_counterfactual,
+    require,
+)
 
 BALL_INDICES = np.arange(5, 35)  # r, 30 values
 WATER_INDICES = np.arange(10, 40)  # h_raw, 30 values
@@ -67,7 +71,6 @@ _LINE_WIDTH_PX = 2.0
 # polyline strays at most (d - 0.5) / (4 * 12^2) < 0.01 units (0.04 px) from the
 # parabola, for any h.
 _JET_SEGMENTS = 12
-_RENDER_CHUNK = 128  # images per pass: bounds the supersampling buffers
 # `Flow.scene`'s concept arguments, one per label, in label order.
 _SCENE_ARGS = ("ball", "water", "flow", "hole")
 # The rule each label's intervention values must follow (all physical).
@@ -136,7 +139,7 @@ def jet_points(
     return _CUP_RIGHT + dx, hole_height[:, None] - dx**2 / np.where(k > 0, k, 1.0)[:, None]
 
 
-class Flow(FactorDataset):
+class Flow(DrawnConceptDataset):
     """CausalVAE's Flow: 30 ball sizes x 30 water levels x 9 holes = 8100 images.
 
     Flat index = (r_position * 30 + h_raw_position) * 9 + hole_position, the
@@ -231,18 +234,6 @@ class Flow(FactorDataset):
         if changed[LABEL_NAMES.index("water_flow")]:
             do["flow"] = None  # the jet is drawn from the new water and hole
         return self.scene(**do, jitter=jet_jitter(index))
-
-    def render_scene(self, parts: dict[str, np.ndarray]) -> np.ndarray:
-        """`scene` parts ([B] each) -> [B, 96, 96, 4] uint8 images, in chunks."""
-
-        def draw(rows: np.ndarray) -> np.ndarray:
-            return self._draw({name: part[rows] for name, part in parts.items()})
-
-        batch = len(parts["ball"])
-        return render_in_chunks(np.arange(batch), draw, _RENDER_CHUNK, self.image_shape)
-
-    def _images_at(self, index: np.ndarray) -> np.ndarray:
-        return render_in_chunks(index, self._render, _RENDER_CHUNK, self.image_shape)
 
     def _render(self, index: np.ndarray) -> np.ndarray:
         concepts = self.concepts(index)

@@ -33,8 +33,12 @@ from __future__ import annotations
 import numpy as np
 
 from causal_disent.data import raster
-from causal_disent.data.base import FactorDataset, render_in_chunks
-from causal_disent.data.counterfactuals import descendants, draw_counterfactual, require
+from causal_disent.data.counterfactuals import (
+    DrawnConceptDataset,
+    descendants,
+    draw_counterfactual,
+    require,
+)
 
 ANGLE_INDICES = np.arange(-40, 44)  # i, 84 values
 LIGHT_INDICES = np.array([j for j in range(60, 148) if j != 100])  # j, 87 values
@@ -59,7 +63,6 @@ _LIGHT_RADIUS, _LIGHT_HEIGHT = 3.0, 20.5
 _GROUND = -0.5
 _MIN_SHADOW_LENGTH = 3.0
 _LINE_WIDTH_PX = 3.0
-_RENDER_CHUNK = 128  # images per pass: bounds the supersampling buffers
 # `Pendulum.scene`'s arguments, one per label, in label order.
 _SCENE_ARGS = ("angle", "light", "shadow_length", "shadow_mid")
 
@@ -102,7 +105,7 @@ def _trig_on_grid(
     return np.where(on_grid, table[position], trig(values * np.pi / 200.0))
 
 
-class Pendulum(FactorDataset):
+class Pendulum(DrawnConceptDataset):
     """CausalVAE's Pendulum: 84 pendulum angles x 87 light angles = 7308 images.
 
     Flat index = angle_position * 87 + light_position (the authors' loop order,
@@ -218,18 +221,6 @@ class Pendulum(FactorDataset):
         for label in np.flatnonzero(descendants(CAUSAL_GRAPH, concept)):
             do[_SCENE_ARGS[label]] = None  # `scene` recomputes it
         return self.scene(**do)
-
-    def render_scene(self, parts: dict[str, np.ndarray]) -> np.ndarray:
-        """`scene` parts ([B] each) -> [B, 96, 96, 4] uint8 images, in chunks."""
-
-        def draw(rows: np.ndarray) -> np.ndarray:
-            return self._draw({name: part[rows] for name, part in parts.items()})
-
-        batch = len(parts["bob_x"])
-        return render_in_chunks(np.arange(batch), draw, _RENDER_CHUNK, self.image_shape)
-
-    def _images_at(self, index: np.ndarray) -> np.ndarray:
-        return render_in_chunks(index, self._render, _RENDER_CHUNK, self.image_shape)
 
     def _render(self, index: np.ndarray) -> np.ndarray:
         return self._draw(self.geometry(index))

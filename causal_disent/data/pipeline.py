@@ -48,6 +48,16 @@ class EpochShuffledBatches:
         return self.global_batch_indices(step)[start : start + local_size]
 
 
+def batch_stream(make_batch, first_step: int, last_step: int,
+                 prefetch: int) -> Iterator[dict[str, np.ndarray]]:
+    """`make_batch(step)` for steps [first_step, last_step), computed `prefetch`
+    batches ahead in a background thread (so that rendering overlaps the device
+    step) when `prefetch` > 0. Every training stage's host batches come through
+    here."""
+    batches = map(make_batch, range(first_step, last_step))
+    return prefetched(batches, prefetch) if prefetch > 0 else batches
+
+
 def image_batches(
     dataset,
     batcher: EpochShuffledBatches,
@@ -57,21 +67,46 @@ def image_batches(
     process_count: int = 1,
     prefetch: int = 2,
 ) -> Iterator[dict[str, np.ndarray]]:
-    """Yields {"image": uint8 [local_batch, H, W, ch]} for steps [first_step, last_step).
-
-    Rendering runs `prefetch` batches ahead in a background thread so that it
-    overlaps the device step.
-    """
+    """{"image": uint8 [local_batch, H, W, ch]} for steps [first_step, last_step)."""
 
     def render(step: int) -> dict[str, np.ndarray]:
         idx = batcher.local_batch_indices(step, process_index, process_count)
         return {"image": dataset.images(idx)}
 
-    steps = range(first_step, last_step)
-    if prefetch <= 0:
-        yield from map(render, steps)
-        return
-    yield from prefetched(map(render, steps), prefetch)
+    return batch_stream(render, first_step, last_step, prefetch)
+
+
+def labelled_batches(image_source, labels: np.ndarray, batcher: EpochShuffledBatches,
+                     first_step: int, last_step: int, process_index: int = 0,
+                     process_count: int = 1, prefetch: int = 2):
+    """{"image": uint8 [b, H, W, ch], "labels": float32 [b, n]} (this host's share)
+    for steps [first_step, last_step); `image_source` is the dataset or its
+    `CachedImages`."""
+
+    def batch(step: int) -> dict[str, np.ndarray]:
+        index = batcher.local_batch_indices(step, process_index, process_count)
+        return {"image": image_source.images(index), "labels": labels[index]}
+
+    return batch_stream(batch, first_step, last_step, prefetch)
+
+
+class CachedImages:
+    """The images of some flat indices rendered once and kept in memory (uint8): for
+    datasets whose rendering costs more than a training step."""
+
+    def __init__(self, dataset, indices: np.ndarray, chunk: int = 512):
+        indices = np.asarray(indices, np.int64)
+        self._row = np.full(dataset.num_images, -1, np.int64)
+        self._row[indices] = np.arange(len(indices))
+        self._images = np.concatenate(
+            [dataset.images(indices[s : s + chunk]) for s in range(0, len(indices), chunk)]
+        )
+
+    def images(self, index: np.ndarray) -> np.ndarray:
+        rows = self._row[np.asarray(index)]
+        if (rows < 0).any():
+            raise ValueError("index outside the cached images")
+        return self._images[rows]
 
 
 _DONE = object()

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from causal_disent.data import registry
-from causal_disent.evaluation.figures import image_grid, save_png
+from causal_disent.utils.figures import image_grid, save_png
 
 
 def default_base_factors(dataset) -> np.ndarray:

@@ -23,8 +23,12 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from causal_disent.discovery.orientation import (
-    adjacent, apply_meek_rules, as_pdag, directed, undirected)
-from causal_disent.evaluation.graphs import is_acyclic
+    adjacent,
+    apply_meek_rules,
+    as_pdag,
+    directed,
+    undirected,
+)
 
 
 def as_dag(dag: np.ndarray) -> np.ndarray:
@@ -165,3 +169,31 @@ def ci_disagreement(dag: np.ndarray, tests: Iterable) -> int:
             i, j, conditioning, independent = test.i, test.j, test.conditioning, test.independent
         count += int(d_separated(dag, i, j, conditioning) != bool(independent))
     return count
+
+
+def is_acyclic(adjacency: np.ndarray, threshold: float = 0.0) -> bool:
+    """Whether the graph of edges |adjacency[i, j]| > threshold has no directed cycle
+    (CausalVAE's causal layer must be a DAG: Yang et al., "CausalVAE: Disentangled
+    representation learning via neural structural causal models", CVPR 2021, §4.2).
+
+    A self-loop (a nonzero diagonal entry) is a cycle. Repeatedly removes the nodes
+    without incoming edges (Kahn); a cycle is what is left when none can be removed.
+    """
+    edges = np.abs(check_square(adjacency, "adjacency")) > threshold
+    remaining = np.ones(len(edges), bool)
+    while remaining.any():
+        sources = remaining & ~edges[remaining].any(axis=0)
+        if not sources.any():
+            return False
+        remaining &= ~sources
+    return True
+
+
+def check_square(graph, name: str) -> np.ndarray:
+    """`graph` as float64 [d, d]; ValueError naming `name` unless square and finite."""
+    graph = np.asarray(graph, np.float64)
+    if graph.ndim != 2 or graph.shape[0] != graph.shape[1]:
+        raise ValueError(f"{name} must be a square [d, d] adjacency matrix, got {graph.shape}")
+    if not np.isfinite(graph).all():
+        raise ValueError(f"{name} has non-finite entries")
+    return graph

@@ -7,7 +7,8 @@ setting that produced it, the time each took and the library versions.
 10 000 by default); test / evaluation sets are half of it (its 5 000), so the
 default card uses the reference sizes exactly. Every metric draws from its own
 numpy Generator seeded by (seed, metric name), so a metric's result does not depend
-on which other metrics ran, or in what order.
+on which other metrics ran, or in what order. The metrics, and the settings and notes
+the card records for each, are the entries of `evaluation.metrics.METRICS`.
 """
 
 from __future__ import annotations
@@ -20,54 +21,8 @@ from typing import Callable
 
 import numpy as np
 
-from causal_disent.evaluation import disentanglement, scores
-from causal_disent.evaluation.sampling import DEFAULT_BATCH_SIZE
-from causal_disent.train.reporting import to_python
-
-_LOGISTIC = ("sklearn LogisticRegression() defaults (lbfgs, C=1, max_iter=100, "
-             "multinomial), random_state from the metric's rng")
-
-
-def _mig(n: int) -> dict:
-    return {"num_train": n, "batch_size": DEFAULT_BATCH_SIZE, "num_bins": scores.NUM_BINS}
-
-
-def _train_test(n: int) -> dict:
-    return {"num_train": n, "num_test": n // 2, "batch_size": DEFAULT_BATCH_SIZE}
-
-
-def _betavae(n: int) -> dict:
-    return {"num_train": n, "num_eval": n // 2, "batch_size": 64}
-
-
-def _factorvae(n: int) -> dict:
-    return {"num_train": n, "num_eval": n // 2, "num_variance_estimate": n, "batch_size": 64,
-            "threshold": scores.FACTORVAE_STD_THRESHOLD}
-
-
-# name -> (metric function, its keyword arguments for num_samples, fixed notes)
-METRICS: dict[str, tuple[Callable, Callable[[int], dict], dict]] = {
-    "mig": (disentanglement.mig, _mig,
-            {"discretisation": "20 equal-width bins per code over its sample range",
-             "mutual_information": "sklearn mutual_info_score, nats"}),
-    "sap": (disentanglement.sap, lambda n: {**_train_test(n), "svm_c": scores.SAP_SVM_C},
-            {"classifier": "sklearn LinearSVC(C=svm_c, class_weight='balanced') per (code, "
-                           "factor)"}),
-    "dci": (disentanglement.dci, _train_test,
-            {"classifier": "sklearn GradientBoostingClassifier() defaults (100 trees, depth 3, "
-                           "learning rate 0.1) per factor, random_state from the metric's rng",
-             "importance": "|feature_importances_|"}),
-    "betavae": (disentanglement.betavae, _betavae, {"classifier": _LOGISTIC}),
-    "factorvae": (disentanglement.factorvae, _factorvae,
-                  {"classifier": "majority vote of argmin local/global variance per batch"}),
-    "modularity_explicitness": (
-        disentanglement.modularity_explicitness,
-        lambda n: {**_train_test(n), "num_bins": scores.NUM_BINS},
-        {"classifier": _LOGISTIC + ", on codes standardised by the train mean and std",
-         "explicitness": "macro one-vs-rest ROC AUC"}),
-    "unsupervised": (disentanglement.unsupervised, _mig,
-                     {"total_correlation": "of a Gaussian with the codes' covariance"}),
-}
+from causal_disent.evaluation.metrics import METRICS
+from causal_disent.utils.json_values import to_python
 
 LIBRARIES = ("jax", "flax", "numpy", "scipy", "scikit-learn")
 
@@ -115,15 +70,15 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
     }
     start = time.perf_counter()
     for name in metric_names:
-        function, parameters_for, notes = METRICS[name]
-        parameters = parameters_for(int(num_samples))
+        entry = METRICS[name]
+        parameters = entry.parameters(int(num_samples))
         began = time.perf_counter()
-        result = function(dataset, representation, metric_rng(seed, name), **parameters)
+        result = entry.run(dataset, representation, metric_rng(seed, name), **parameters)
         seconds = time.perf_counter() - began
         card["metrics"][name] = {
             "scores": to_json(result),
             "parameters": {**parameters, "rng": f"numpy default_rng([{seed}, crc32('{name}')])"},
-            "notes": notes,
+            "notes": entry.notes,
             "seconds": round(seconds, 2),
         }
         if log is not None:
@@ -133,20 +88,10 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
     return card
 
 
-# The scalar each metric is usually quoted by (for printing).
-HEADLINES = {
-    "mig": ("discrete_mig",),
-    "sap": ("sap_score",),
-    "dci": ("disentanglement", "completeness", "informativeness_test"),
-    "betavae": ("eval_accuracy",),
-    "factorvae": ("eval_accuracy",),
-    "modularity_explicitness": ("modularity_score", "explicitness_score_test"),
-    "unsupervised": ("gaussian_total_correlation",),
-}
-
-
 def headline(name: str, result: dict) -> str:
-    return ", ".join(f"{key} {result[key]:.4f}" for key in HEADLINES[name] if key in result)
+    """The scalars metric `name` is usually quoted by, for printing."""
+    return ", ".join(f"{key} {result[key]:.4f}" for key in METRICS[name].headline
+                     if key in result)
 
 
 def library_versions() -> dict:

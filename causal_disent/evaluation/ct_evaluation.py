@@ -11,18 +11,15 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from jax.sharding import Mesh  # noqa: E402
 
-from causal_disent import interventions  # noqa: E402
+from causal_disent import ct_interventions as interventions  # noqa: E402
 from causal_disent.data import transitions  # noqa: E402
-from causal_disent.evaluation.figures import image_grid, save_png  # noqa: E402
+from causal_disent.utils.figures import image_grid, save_png  # noqa: E402
 from causal_disent.objectives import ct as ct_objectives  # noqa: E402
-from causal_disent.objectives.mcqvae import images_to_unit_range  # noqa: E402
-from causal_disent.train.sharding import (  # noqa: E402
-    global_batch,
-    padded_batches,
-    process_slice,
-    replicated,
-)
+from causal_disent.runs import ct as ct_run  # noqa: E402
+from causal_disent.utils.images import images_to_unit_range  # noqa: E402
+from causal_disent.utils.sharding import padded_global_batches, replicated  # noqa: E402
 
 
 def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) -> dict:
@@ -156,14 +153,12 @@ def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, me
 
     num_pairs = len(pairs["action"])
     collected = []
-    local = process_slice(batch_size)
-    for start, index, keep in padded_batches(num_pairs, batch_size):
-        host = {
-            "x": dataset.images(pairs["x_index"][index][local]),
-            "y": dataset.images(pairs["y_index"][index][local]),
-            "action": pairs["action"][index][local],
-        }
-        batch = global_batch(host, mesh)
+    batches = padded_global_batches(num_pairs, batch_size, mesh, lambda index: {
+        "x": dataset.images(pairs["x_index"][index]),
+        "y": dataset.images(pairs["y_index"][index]),
+        "action": pairs["action"][index],
+    })
+    for start, batch, keep in batches:
         out = score(
             params, mcqvae_params, encode(mcqvae_params, batch["x"]),
             encode(mcqvae_params, batch["y"]), batch["action"], batch["y"],
@@ -180,6 +175,18 @@ def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, me
         "reconstruction_mse": float(merged["reconstruction_mse"].mean()),
     })
     return results
+
+
+def evaluate_on_test(config, model, params, mcqvae, mcqvae_params, encode, dataset, sampler,
+                     mesh: Mesh) -> dict:
+    """`evaluate` on a run's fixed set of test transitions (`ct.train.num_eval_pairs`),
+    with the run's evaluation key."""
+    cfg = config.ct
+    return evaluate(
+        model=model, params=params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
+        encode=encode, dataset=dataset, pairs=sampler.fixed_set("test", cfg.train.num_eval_pairs),
+        mesh=mesh, batch_size=cfg.train.eval_batch_size, rng=ct_run.stage_rngs(config)[2],
+    )
 
 
 def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, rng,

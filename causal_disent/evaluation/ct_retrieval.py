@@ -9,15 +9,34 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
 from causal_disent.objectives import ct as ct_objectives
-from causal_disent.train.sharding import global_batch, padded_batches, process_slice, replicated
+from causal_disent.utils.images import images_to_unit_range
+from causal_disent.utils.sharding import batch_sharded, padded_global_batches, replicated
+
+
+def make_encoder(mcqvae, mesh: Mesh):
+    """jitted (params, images uint8 [B, H, W, ch]) -> codes [B, N], batch-sharded."""
+
+    @functools.partial(
+        jax.jit,
+        in_shardings=(replicated(mesh), batch_sharded(mesh)),
+        out_shardings=batch_sharded(mesh),
+    )
+    def encode(params, images):
+        codes = mcqvae.apply(
+            {"params": params}, images_to_unit_range(images), method=mcqvae.encode_codes
+        )
+        return codes.reshape(codes.shape[0], -1)  # codebook-major, row, column
+
+    return encode
 
 
 def encode_images(encode, mcqvae_params, dataset, image_index: np.ndarray, mesh: Mesh,
                   batch_size: int) -> np.ndarray:
     """Codes [n, N] int32 of the dataset's images at `image_index` [n]."""
-    local, collected = process_slice(batch_size), []
-    for _, index, keep in padded_batches(len(image_index), batch_size):
-        batch = global_batch({"images": dataset.images(image_index[index][local])}, mesh)
+    collected = []
+    batches = padded_global_batches(len(image_index), batch_size, mesh,
+                                    lambda index: {"images": dataset.images(image_index[index])})
+    for _, batch, keep in batches:
         codes = multihost_utils.process_allgather(encode(mcqvae_params, batch["images"]), tiled=True)
         collected.append(np.asarray(codes)[:keep])
     return np.concatenate(collected).astype(np.int32)
@@ -40,9 +59,10 @@ def action_probabilities(model, params, x_codes: np.ndarray, y_codes: np.ndarray
     Batch b is scored with fold_in(rng, b's first row), so the result does not depend
     on anything but the inputs and `rng`."""
     probabilities = _probabilities_fn(model, mesh)
-    local, collected = process_slice(batch_size), []
-    for start, index, keep in padded_batches(len(x_codes), batch_size):
-        batch = global_batch({"x": x_codes[index][local], "y": y_codes[index][local]}, mesh)
+    collected = []
+    batches = padded_global_batches(len(x_codes), batch_size, mesh,
+                                    lambda index: {"x": x_codes[index], "y": y_codes[index]})
+    for start, batch, keep in batches:
         probs = probabilities(params, batch["x"], batch["y"], jax.random.fold_in(rng, start))
         collected.append(np.asarray(probs)[:keep])
     return np.concatenate(collected)

@@ -1,4 +1,4 @@
-"""Learning-curve figures from the points of `reporting.read_curve`."""
+"""Learning-curve figures from the points of `runs.results.read_curve`."""
 
 from pathlib import Path
 
@@ -19,7 +19,7 @@ def save_learning_curve(
 
     Args:
       points: curve points {"step": int, key: float, ...}, sorted by step (as
-        `reporting.read_curve` returns them); a point without a key is skipped for
+        `runs.results.read_curve` returns them); a point without a key is skipped for
         that key.
       keys: the metrics to draw, one line each (e.g. action_accuracy,
         factor_accuracy).

@@ -1,20 +1,14 @@
 """Reconstruction quality of an autoencoder on a split: MSE, PSNR, code statistics."""
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from causal_disent.evaluation.figures import image_grid, save_png, to_uint8
-from causal_disent.objectives.mcqvae import images_to_unit_range, psnr_from_mse
-from causal_disent.train.sharding import (
-    batch_sharded,
-    global_batch,
-    process_slice,
-    replicated,
-)
+from causal_disent.evaluation.image_sums import sum_over_images
+from causal_disent.objectives.mcqvae import psnr_from_mse
+from causal_disent.utils.figures import image_grid, save_png, to_uint8
+from causal_disent.utils.images import images_to_unit_range
 
 
 def evaluate_reconstruction(
@@ -29,13 +23,7 @@ def evaluate_reconstruction(
     """
     num_codes = model.num_codes
 
-    @functools.partial(
-        jax.jit,
-        in_shardings=(replicated(mesh), batch_sharded(mesh), batch_sharded(mesh)),
-        out_shardings=replicated(mesh),
-    )
-    def batch_sums(params, images, valid):
-        images = images_to_unit_range(images)
+    def batch_sums(params, images, valid):  # images in [0, 1]
         outputs = model.apply({"params": params}, images)
         mse = jnp.mean((outputs["reconstruction"] - images) ** 2, axis=(1, 2, 3))
         codes = jnp.moveaxis(outputs["codes"], 1, -1).reshape(len(images), -1, model.num_codebooks)
@@ -46,19 +34,7 @@ def evaluate_reconstruction(
             "code_counts": counts,
         }
 
-    totals = None
-    for start in range(0, len(indices), batch_size):
-        chunk = indices[start : start + batch_size]
-        valid = np.zeros(batch_size, np.float32)
-        valid[: len(chunk)] = 1.0
-        # Pad the last batch with its first image; padding is masked out of the sums.
-        padded = np.concatenate([chunk, np.full(batch_size - len(chunk), chunk[0])])
-        local = process_slice(batch_size)
-        local_batch = {"image": dataset.images(padded[local]), "valid": valid[local]}
-        batch = global_batch(local_batch, mesh)
-        sums = jax.device_get(batch_sums(params, batch["image"], batch["valid"]))
-        totals = sums if totals is None else jax.tree.map(np.add, totals, sums)
-
+    totals = sum_over_images(batch_sums, params, dataset, indices, mesh, batch_size)
     probs = totals["code_counts"] / totals["code_counts"].sum(axis=-1, keepdims=True)
     entropy = -np.sum(np.where(probs > 0, probs * np.log(np.maximum(probs, 1e-30)), 0), axis=-1)
     test_mse = float(totals["mse"] / len(indices))

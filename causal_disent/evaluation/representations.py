@@ -7,8 +7,9 @@ A representation maps what the metrics sample to codes [B, D] float:
   (`random_representation`, the floor);
 * `ImageRepresentation` runs a jitted encoder on images in fixed-size batches
   (the last one padded, so nothing recompiles): encoder means for VAEs
-  (`causalvae_representation`), and for the MCQ-VAE / CT-VAE, whose latent is a
-  grid of discrete codes, two choices (`mcqvae_representations`):
+  (`causalvae_representations`, `vae_representations`), and for the MCQ-VAE /
+  CT-VAE, whose latent is a grid of discrete codes, two choices
+  (`mcqvae_representations`):
     "code_indices"     one number per causal variable (node): its code index, as
                        the CT layer sees it (D = C·h·w);
     "codebook_vectors" each node's selected codebook vector (D = C·h·w·d), the
@@ -22,7 +23,7 @@ A representation maps what the metrics sample to codes [B, D] float:
   alone draw ~2.9 M images from dSprites' 737 280), and a deterministic encoder
   gives a repeated image the same code, so each image is rendered and encoded once.
 
-The sampling code (`sampling.representations_of`) calls `codes_of_factors` when a
+The metrics' sampling (`metrics.common.representations_of`) calls `codes_of_factors` when a
 representation has it, else renders the images and calls the representation.
 """
 
@@ -36,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from causal_disent.data.base import FactorDataset
+from causal_disent.utils.sharding import padded_global_batches
 
 # The codes of cached images are kept up to this size (the whole dSprites grid at
 # D = 64 float32 codes takes 190 MB).
@@ -110,13 +112,11 @@ class ImageRepresentation:
         if images.ndim != 4:
             raise ValueError(f"images must be [B, H, W, ch]; got shape {images.shape}")
         codes = []
-        for start in range(0, len(images), self.batch_size):
-            chunk = images[start : start + self.batch_size]
-            padding = self.batch_size - len(chunk)
-            if padding:
-                chunk = np.concatenate([chunk, np.repeat(chunk[:1], padding, axis=0)])
-            out = np.asarray(self._encode(self._params, chunk), np.float64)
-            codes.append(out.reshape(self.batch_size, -1)[: self.batch_size - padding])
+        batches = padded_global_batches(len(images), self.batch_size, None,
+                                        lambda index: {"images": images[index]})
+        for _, batch, keep in batches:
+            out = np.asarray(self._encode(self._params, batch["images"]), np.float64)
+            codes.append(out.reshape(self.batch_size, -1)[:keep])
         return np.concatenate(codes) if codes else np.zeros((0, 0))
 
 
@@ -199,7 +199,9 @@ def _embed_codes(module, codes):
 def causalvae_representations(model, params, batch_size: int = 256) -> dict[str, ImageRepresentation]:
     """{"encoder_mean", "concepts"} of a trained CausalVAE (or a baseline variant).
 
-    "encoder_mean" is the mean of q(ε | x) [n·k], the VAE convention of SPEC §5;
+    "encoder_mean" is the mean of q(ε | x) [n·k], the representation a VAE is scored
+    by in Locatello et al., "Challenging Common Assumptions in the Unsupervised
+    Learning of Disentangled Representations", ICML 2019;
     "concepts" is the causal layer's output z [n·k] (= ε without a causal layer),
     the codes that MIC/TIC score per concept.
     """
@@ -219,3 +221,15 @@ def causalvae_representations(model, params, batch_size: int = 256) -> dict[str,
             "concepts", "causal layer output z = (I - A^T)^-1 eps, all n*k dims", concepts,
             variables, batch_size),
     }
+
+
+def vae_representations(model, params, batch_size: int = 256) -> dict[str, ImageRepresentation]:
+    """{"encoder_mean"} of a trained model of the VAE family (models/vae.py): the mean
+    of q(z | x) [d], the representation Locatello et al. (ICML 2019) score."""
+
+    def encoder_mean(params, images):
+        return model.apply(params, images, method=model.encode)[0]
+
+    return {"encoder_mean": ImageRepresentation(
+        "encoder_mean", "mean of q(z | x), all d latents", encoder_mean, {"params": params},
+        batch_size)}

@@ -1,26 +1,46 @@
-"""Pure Flax modules. `build_mcqvae`, `build_ct_layer` and `build_causalvae` turn
-model configs into modules."""
+"""Pure Flax modules. `build_mcqvae`, `build_ct_layer`, `build_causalvae` and
+`build_vae` turn model configs into modules; `check_mcqvae_config`, `check_ct_config`,
+`check_causalvae_config` and `check_vae_config` check a config section before
+anything is built.
+
+A family's config section (`mcqvae.model`, `ct.model`, `causalvae.model`,
+`vae.model`) holds exactly its module's fields, and is their only source of values:
+the modules have no defaults for them. The fields a section lacks (the image channels
+or shape, the number of nodes, codes and actions) come from the dataset and the
+earlier stage.
+"""
 
 import ml_collections
 
-from causal_disent.models.causalvae import CausalVAE, check_decoder, check_variant
-from causal_disent.models.ct_layer import CausalTransition
-from causal_disent.models.mcqvae import MCQVAE
+from causal_disent.models.causalvae import CausalVAE, check_causalvae_config
+from causal_disent.models.ct_layer import CausalTransition, check_ct_config
+from causal_disent.models.mcqvae import MCQVAE, check_mcqvae_config
+from causal_disent.models.vae import VAE, check_vae_config
+
+__all__ = [
+    "build_causalvae",
+    "build_ct_layer",
+    "build_mcqvae",
+    "build_vae",
+    "check_causalvae_config",
+    "check_ct_config",
+    "check_mcqvae_config",
+    "check_vae_config",
+]
+
+
+def module_fields(model_config: ml_collections.ConfigDict) -> dict:
+    """The section's fields as module keyword arguments, sequences as tuples (a config
+    read back from JSON holds lists, and a module must stay hashable)."""
+    return {
+        name: tuple(value) if isinstance(value, (list, tuple)) else value
+        for name, value in model_config.items()
+    }
 
 
 def build_mcqvae(model_config: ml_collections.ConfigDict, out_channels: int) -> MCQVAE:
     """The MCQ-VAE described by `config.mcqvae.model` for images with `out_channels`."""
-    return MCQVAE(
-        downsample_widths=tuple(model_config.downsample_widths),
-        hidden_width=model_config.hidden_width,
-        num_res_blocks=model_config.num_res_blocks,
-        res_hidden=model_config.res_hidden,
-        latent_dim=model_config.latent_dim,
-        num_codebooks=model_config.num_codebooks,
-        num_codes=model_config.num_codes,
-        out_channels=out_channels,
-        commitment_cost=model_config.commitment_cost,
-    )
+    return MCQVAE(**module_fields(model_config), out_channels=out_channels)
 
 
 def build_ct_layer(
@@ -28,16 +48,8 @@ def build_ct_layer(
 ) -> CausalTransition:
     """The CT layer described by `config.ct.model` over N nodes of K codes, A actions."""
     return CausalTransition(
-        num_nodes=num_nodes,
-        num_codes=num_codes,
-        num_actions=num_actions,
-        graph_hidden=model_config.graph_hidden,
-        gnn_hidden=model_config.gnn_hidden,
-        gnn_layers=model_config.gnn_layers,
-        position_dropout=model_config.position_dropout,
-        noise=model_config.noise,
-        gnn_backend=model_config.gnn_backend,
-        gnn_root_weight=model_config.gnn_root_weight,
+        **module_fields(model_config),
+        num_nodes=num_nodes, num_codes=num_codes, num_actions=num_actions,
     )
 
 
@@ -46,17 +58,9 @@ def build_causalvae(
 ) -> CausalVAE:
     """The CausalVAE (or baseline, `model_config.variant`) of `config.causalvae.model`
     for images of `image_shape` (H, W, ch)."""
-    check_variant(model_config.variant)
-    check_decoder(model_config.decoder)
-    return CausalVAE(
-        num_concepts=model_config.num_concepts,
-        concept_dim=model_config.concept_dim,
-        image_shape=tuple(image_shape),
-        encoder_widths=tuple(model_config.encoder_widths),
-        encoder_hidden=model_config.encoder_hidden,
-        decoder_widths=tuple(model_config.decoder_widths),
-        decoder_hidden=model_config.decoder_hidden,
-        variant=model_config.variant,
-        mechanism_hidden=model_config.mechanism_hidden,
-        decoder=model_config.decoder,
-    )
+    return CausalVAE(**module_fields(model_config), image_shape=tuple(image_shape))
+
+
+def build_vae(model_config: ml_collections.ConfigDict, image_shape: tuple[int, int, int]) -> VAE:
+    """The VAE of `config.vae.model` for images of `image_shape` (H, W, ch)."""
+    return VAE(**module_fields(model_config), image_shape=tuple(image_shape))

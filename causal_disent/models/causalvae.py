@@ -42,7 +42,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from causal_disent.models.conv import UpsampleConv
+from causal_disent.models.conv import downsample_stack, upsample_stack
 from causal_disent.models.scm import (
     LinearSCM,
     MaskLayer,
@@ -54,14 +54,32 @@ VARIANTS = ("causalvae", "condition_vae", "causalvae_unsup")
 DECODERS = ("per_concept", "joint")
 
 
-def check_variant(variant: str) -> None:
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown CausalVAE variant {variant!r}; known: {', '.join(VARIANTS)}")
-
-
-def check_decoder(decoder: str) -> None:
-    if decoder not in DECODERS:
-        raise ValueError(f"unknown CausalVAE decoder {decoder!r}; known: {', '.join(DECODERS)}")
+def check_causalvae_config(model_config, image_shape) -> None:
+    """Raises ValueError naming the first field of `model_config` (the section
+    `causalvae.model`, or a CausalVAE) that cannot build a model for images of
+    `image_shape` (H, W, ch)."""
+    for name, known in (("variant", VARIANTS), ("decoder", DECODERS)):
+        value = getattr(model_config, name)
+        if value not in known:
+            raise ValueError(
+                f"causalvae.model.{name} {value!r} is unknown; known: {', '.join(known)}"
+            )
+    for name in ("num_concepts", "concept_dim", "encoder_hidden", "decoder_hidden",
+                 "mechanism_hidden"):
+        if getattr(model_config, name) < 1:
+            raise ValueError(
+                f"causalvae.model.{name} must be positive, got {getattr(model_config, name)}"
+            )
+    height, width, _ = image_shape
+    for name in ("encoder_widths", "decoder_widths"):
+        num_layers = len(getattr(model_config, name))
+        if not num_layers:
+            raise ValueError(f"causalvae.model.{name} must name at least one width")
+        if height % 2**num_layers or width % 2**num_layers:
+            raise ValueError(
+                f"causalvae.model.{name} has {num_layers} stride-2 layers but the "
+                f"{height}x{width} images are not divisible by 2^{num_layers}"
+            )
 
 
 class ConvEncoder(nn.Module):
@@ -76,9 +94,7 @@ class ConvEncoder(nn.Module):
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
-        x = images
-        for i, width in enumerate(self.widths):
-            x = nn.elu(nn.Conv(width, (4, 4), strides=(2, 2), name=f"down{i}")(x))
+        x = downsample_stack(images, self.widths, nn.elu)
         x = x.reshape(x.shape[0], -1)
         x = nn.elu(nn.Dense(self.hidden, name="hidden")(x))
         return nn.Dense(self.latent_width, name="to_latent")(x)
@@ -88,7 +104,8 @@ class ConvDecoder(nn.Module):
     """Latents [B, latent_width] -> logits [B, H, W, ch] (H, W = base·2^len(widths)).
 
     An MLP to a [base, base, widths[0]] map, then 2× upsampling convolutions (the
-    fast sub-pixel form of a 4×4 stride-2 transposed convolution, models/conv.py).
+    fast sub-pixel form of a 4×4 stride-2 transposed convolution, models/conv.py) to
+    widths[1:] (ELU) and to the logits.
     """
 
     widths: Sequence[int]
@@ -101,21 +118,13 @@ class ConvDecoder(nn.Module):
         x = nn.elu(nn.Dense(self.hidden, name="hidden")(latents))
         x = nn.elu(nn.Dense(base_h * base_w * self.widths[0], name="to_map")(x))
         x = x.reshape(x.shape[0], base_h, base_w, self.widths[0])
-        return upsample_to_image(x, self.widths, self.image_shape[-1])
+        return upsample_stack(x, self.widths[1:], self.image_shape[-1], nn.elu)
 
 
 def base_map_size(image_shape, widths: Sequence[int]) -> tuple[int, int]:
     """(h, w) of the map the decoders' MLP produces: the image halved len(widths) times."""
     scale = 2 ** len(widths)
     return image_shape[0] // scale, image_shape[1] // scale
-
-
-def upsample_to_image(x: jax.Array, widths: Sequence[int], channels: int) -> jax.Array:
-    """The decoders' conv stack: 2× upsamplings to widths[1:] (ELU), then to `channels`
-    logits. Called inside a compact `__call__`, so its layers belong to that module."""
-    for i, features in enumerate(widths[1:]):
-        x = nn.elu(UpsampleConv(features, name=f"up{i}")(x))
-    return UpsampleConv(channels, name="to_image")(x)
 
 
 class PerConceptDecoder(nn.Module):
@@ -153,7 +162,7 @@ class PerConceptDecoder(nn.Module):
         x = nn.elu(jnp.einsum("bnk,nkh->nbh", latents, hidden_kernel) + hidden_bias[:, None])
         x = nn.elu(jnp.einsum("nbh,nhm->nbm", x, map_kernel) + map_bias[:, None])
         x = x.reshape(num_concepts * batch, base_h, base_w, self.widths[0])
-        logits = upsample_to_image(x, self.widths, channels)
+        logits = upsample_stack(x, self.widths[1:], channels, nn.elu)
         # The mean, not the sum (as the authors): each concept's network moves the
         # logits by 1/n of its step, so the n networks together learn at the pace of
         # one decoder (with the sum, a `:small` run diverged after 2000 steps).
@@ -174,18 +183,26 @@ class CausalVAE(nn.Module):
       variant: one of VARIANTS.
       mechanism_hidden: width of each mask-layer MLP g_i (the authors': 32).
       decoder: one of DECODERS (module docstring).
+
+    Every field but `image_shape` (the images') is a key of the config section
+    `causalvae.model`, which holds their values; `check_causalvae_config` checks them
+    when the module is constructed.
     """
 
     num_concepts: int
     concept_dim: int
     image_shape: tuple[int, int, int]
-    encoder_widths: Sequence[int] = (32, 32, 64, 64)
-    encoder_hidden: int = 256
-    decoder_widths: Sequence[int] = (64, 64, 32, 32)
-    decoder_hidden: int = 256
-    variant: str = "causalvae"
-    mechanism_hidden: int = 32
-    decoder: str = "per_concept"
+    encoder_widths: Sequence[int]
+    encoder_hidden: int
+    decoder_widths: Sequence[int]
+    decoder_hidden: int
+    variant: str
+    mechanism_hidden: int
+    decoder: str
+
+    def __post_init__(self):
+        check_causalvae_config(self, self.image_shape)
+        super().__post_init__()
 
     @property
     def has_causal_layer(self) -> bool:
@@ -200,8 +217,6 @@ class CausalVAE(nn.Module):
         return self.variant in ("causalvae", "condition_vae")
 
     def setup(self):
-        check_variant(self.variant)
-        check_decoder(self.decoder)
         width = self.num_concepts * self.concept_dim
         self.encoder = ConvEncoder(self.encoder_widths, self.encoder_hidden, width)
         if self.decoder == "per_concept":

@@ -1,12 +1,18 @@
-"""Convolutional encoder and decoder of the MCQ-VAE (SPEC §1.1).
+"""Convolutional encoder and decoder of the MCQ-VAE (Gendron et al., "Disentanglement
+of Latent Representations via Causal Interventions", IJCAI 2023, §3.3), built like the
+VQ-VAE's (van den Oord et al., "Neural Discrete Representation Learning", NeurIPS
+2017): strided convolutions and residual blocks.
 
 The reference sizes (64×64 input) are the authors': three 4×4/2 convolutions
 (64, 128, 256 channels), a 3×3 convolution, six bias-free residual blocks and a
 1×1 projection to D channels; the decoder mirrors it with transposed convolutions.
 Every width is a constructor argument so that small variants can shrink them.
+
+`downsample_stack` and `upsample_stack` are also CausalVAE's encoder and decoder
+convolutions (models/causalvae.py).
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import flax.linen as nn
 import jax
@@ -73,6 +79,33 @@ class UpsampleConv(nn.Module):
         return depth_to_space(y) + bias
 
 
+def downsample_stack(
+    x: jax.Array, widths: Sequence[int], activation: Callable[[jax.Array], jax.Array]
+) -> jax.Array:
+    """A 4×4 stride-2 convolution to each of `widths` in turn, each followed by
+    `activation`: [B, H, W, ch] -> [B, H/2^d, W/2^d, widths[-1]], d = len(widths).
+    Called inside a compact `__call__`, so its layers (down0, down1, ...) belong to
+    that module."""
+    for i, width in enumerate(widths):
+        x = activation(nn.Conv(width, (4, 4), strides=(2, 2), name=f"down{i}")(x))
+    return x
+
+
+def upsample_stack(
+    x: jax.Array,
+    widths: Sequence[int],
+    channels: int,
+    activation: Callable[[jax.Array], jax.Array],
+) -> jax.Array:
+    """A 2× upsampling to each of `widths` in turn, each followed by `activation`, then
+    one more to `channels` outputs with no activation: [B, h, w, F] ->
+    [B, h·2^(d+1), w·2^(d+1), channels], d = len(widths). Called inside a compact
+    `__call__`, so its layers (up0, up1, ..., to_image) belong to that module."""
+    for i, width in enumerate(widths):
+        x = activation(UpsampleConv(width, name=f"up{i}")(x))
+    return UpsampleConv(channels, name="to_image")(x)
+
+
 class ResidualBlock(nn.Module):
     """x + Conv1×1(act(Conv3×3(x))), convolutions without bias."""
 
@@ -108,9 +141,7 @@ class Encoder(nn.Module):
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
-        x = images
-        for i, width in enumerate(self.downsample_widths):
-            x = leaky_relu(nn.Conv(width, (4, 4), strides=(2, 2), name=f"down{i}")(x))
+        x = downsample_stack(images, self.downsample_widths, leaky_relu)
         x = nn.Conv(self.hidden_width, (3, 3), name="conv_in")(x)
         x = ResidualStack(self.num_res_blocks, self.res_hidden, name="res")(x)
         return leaky_relu(nn.Conv(self.latent_dim, (1, 1), name="to_latent")(x))
@@ -129,9 +160,4 @@ class Decoder(nn.Module):
     def __call__(self, latents: jax.Array) -> jax.Array:
         x = nn.Conv(self.hidden_width, (3, 3), name="conv_in")(latents)
         x = ResidualStack(self.num_res_blocks, self.res_hidden, name="res")(x)
-        for i, width in enumerate(self.upsample_widths):
-            x = leaky_relu(
-                UpsampleConv(width, name=f"up{i}")(x)
-            )
-        x = UpsampleConv(self.out_channels, name="to_image")(x)
-        return jnp.tanh(x)
+        return jnp.tanh(upsample_stack(x, self.upsample_widths, self.out_channels, leaky_relu))

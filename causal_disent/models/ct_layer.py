@@ -25,9 +25,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from causal_disent.models.graph import CausalGraphSampler, InterventionMask
-from causal_disent.models.transition_gnn import TransitionGNN
+from causal_disent.models.transition_gnn import BACKENDS, TransitionGNN
 
 NOISE_MODES = ("off", "exo", "node")
+
+
+def check_ct_config(model_config) -> None:
+    """Raises ValueError naming the first field of `model_config` (the section
+    `ct.model`, or a CausalTransition) that cannot build a layer."""
+    if model_config.noise not in NOISE_MODES:
+        raise ValueError(
+            f"ct.model.noise must be one of {NOISE_MODES}, got {model_config.noise!r}"
+        )
+    if model_config.gnn_backend not in BACKENDS:
+        raise ValueError(
+            f"ct.model.gnn_backend must be one of {BACKENDS}, got {model_config.gnn_backend!r}"
+        )
+    for name in ("graph_hidden", "gnn_hidden", "gnn_layers"):
+        if getattr(model_config, name) < 1:
+            raise ValueError(f"ct.model.{name} must be positive, got {getattr(model_config, name)}")
 
 
 def sinusoidal_positions(num_positions: int, dim: int) -> np.ndarray:
@@ -48,22 +64,28 @@ class CausalTransition(nn.Module):
 
     RNG streams: "gumbel" (mask and graph samples), "dropout" (positional-embedding
     dropout when `train`), "noise" (exogenous noise when noise != "off").
+
+    N, K and A (`num_nodes`, `num_codes`, `num_actions`) come from the MCQ-VAE and the
+    dataset; every other field is a key of the config section `ct.model`, which holds
+    their values. `check_ct_config` checks them when the layer is constructed.
     """
 
     num_nodes: int
     num_codes: int
     num_actions: int
-    graph_hidden: int = 800
-    gnn_hidden: int = 100
-    gnn_layers: int = 2
-    position_dropout: float = 0.1
-    noise: str = "off"
-    gnn_backend: str = "dense"
-    gnn_root_weight: bool = False
+    graph_hidden: int
+    gnn_hidden: int
+    gnn_layers: int
+    position_dropout: float
+    noise: str
+    gnn_backend: str
+    gnn_root_weight: bool
+
+    def __post_init__(self):
+        check_ct_config(self)
+        super().__post_init__()
 
     def setup(self):
-        if self.noise not in NOISE_MODES:
-            raise ValueError(f"noise must be one of {NOISE_MODES}, got {self.noise!r}")
         self.positions = jnp.asarray(sinusoidal_positions(self.num_nodes, self.num_codes))
         self.intervention_mask = InterventionMask(self.num_actions, self.num_codes)
         self.graph_sampler = CausalGraphSampler(self.num_actions, self.graph_hidden)

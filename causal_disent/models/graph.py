@@ -131,7 +131,7 @@ class CausalGraphSampler(nn.Module):
     """
 
     num_actions: int
-    hidden: int = 800
+    hidden: int
 
     @nn.compact
     def network_logits(self, node_features: jax.Array, network: jax.Array) -> jax.Array:

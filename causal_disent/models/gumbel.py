@@ -3,8 +3,10 @@
 A Bernoulli(σ(l)) sample is 1[l + L > 0] with L ~ Logistic(0, 1) (the difference of
 two Gumbel variables), so the binary Gumbel-softmax trick needs one logistic draw per
 element. The CT layer samples the intervention mask and the causal graph this way
-(SPEC §1.2, paper §3.4–3.5: straight-through, τ = 1); the Bernoulli KL to the uniform
-prior is the graph regulariser of paper Eq. 11–13.
+(Gendron et al., "Disentanglement of Latent Representations via Causal Interventions",
+IJCAI 2023, §3.4–3.5: straight-through, τ = 1, after Jang et al., "Categorical
+Reparameterization with Gumbel-Softmax", ICLR 2017); the Bernoulli KL to the uniform
+prior is the graph regulariser of Gendron et al.'s Eq. 11–13.
 """
 
 import jax

@@ -1,4 +1,6 @@
-"""MCQ-VAE: convolutional VQ-VAE with several codebooks (CT-VAE stage 1, SPEC §1.1)."""
+"""MCQ-VAE: convolutional VQ-VAE with several codebooks, stage 1 of CT-VAE (Gendron et
+al., "Disentanglement of Latent Representations via Causal Interventions", IJCAI 2023,
+§3.3)."""
 
 import chex
 import flax.linen as nn
@@ -8,12 +10,34 @@ from causal_disent.models.conv import Decoder, Encoder
 from causal_disent.models.vq import MultiCodebookQuantizer
 
 
+def check_mcqvae_config(model_config) -> None:
+    """Raises ValueError naming the first field of `model_config` (the section
+    `mcqvae.model`, or an MCQVAE) that cannot build a model."""
+    for name in ("num_codebooks", "num_codes", "latent_dim", "hidden_width"):
+        if getattr(model_config, name) < 1:
+            raise ValueError(
+                f"mcqvae.model.{name} must be positive, got {getattr(model_config, name)}"
+            )
+    if model_config.latent_dim % model_config.num_codebooks:
+        raise ValueError(
+            f"mcqvae.model.latent_dim (D = {model_config.latent_dim}) must be divisible by "
+            f"mcqvae.model.num_codebooks (C = {model_config.num_codebooks}): each codebook "
+            f"quantises D/C channels"
+        )
+    if not model_config.downsample_widths:
+        raise ValueError("mcqvae.model.downsample_widths must name at least one width")
+
+
 class MCQVAE(nn.Module):
     """images [B, H, W, ch] in [0, 1] -> dict of named intermediates.
 
     `__call__` returns {latents, quantized, codes [B, C, h, w], reconstruction,
     vq_loss, perplexity [C], usage [C]}. `encode_codes` and `decode_codes` give the
     frozen stage-2 view: images -> codes -> images.
+
+    Every field but `out_channels` (the images') is a key of the config section
+    `mcqvae.model`, which holds their values; `check_mcqvae_config` checks them when
+    the module is constructed.
     """
 
     downsample_widths: tuple[int, ...]
@@ -24,7 +48,11 @@ class MCQVAE(nn.Module):
     num_codebooks: int
     num_codes: int
     out_channels: int
-    commitment_cost: float = 0.25
+    commitment_cost: float
+
+    def __post_init__(self):
+        check_mcqvae_config(self)
+        super().__post_init__()
 
     def setup(self):
         self.encoder = Encoder(

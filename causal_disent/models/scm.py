@@ -41,8 +41,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-MECHANISM_HIDDEN = 32  # the authors' g_i: k → 32 → k with ELU
-
 
 def split_concepts(latents: jax.Array, num_concepts: int, concept_dim: int) -> jax.Array:
     """[B, n·k] or [B, n, k] -> [B, n, k] (concept i = flat dims [i·k, (i+1)·k)).
@@ -198,7 +196,7 @@ class MaskLayer(nn.Module):
 
     num_concepts: int
     concept_dim: int
-    hidden: int = MECHANISM_HIDDEN
+    hidden: int
 
     def setup(self):
         kernel_init = nn.initializers.lecun_normal(batch_axis=0)  # fan-in per concept

@@ -310,8 +310,8 @@ class ActionHeadsGATv2Layer(nn.Module):
 
     hidden: int
     num_actions: int
-    backend: str = "dense"
-    root_weight: bool = False
+    backend: str
+    root_weight: bool
 
     @nn.compact
     def __call__(
@@ -415,14 +415,15 @@ class TransitionGNN(nn.Module):
       hidden: H, width of every attention head.
       num_layers: attention layers, each followed by an ELU (also before the readout).
       backend: "dense" or "jraph"; same parameters, same function.
+      root_weight: whether every layer adds a skip term W_root·x_i.
     """
 
     num_codes: int
     num_actions: int
-    hidden: int = 100
-    num_layers: int = 2
-    backend: str = "dense"
-    root_weight: bool = False
+    hidden: int
+    num_layers: int
+    backend: str
+    root_weight: bool
 
     @nn.compact
     def __call__(

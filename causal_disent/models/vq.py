@@ -1,4 +1,7 @@
-"""Vector quantiser with several codebooks (the "multi-codebook" of MCQ-VAE, SPEC §1.1).
+"""Vector quantiser with several codebooks: the "multi-codebook" of MCQ-VAE (Gendron et
+al., "Disentanglement of Latent Representations via Causal Interventions", IJCAI 2023,
+§3.3), each codebook trained with the VQ-VAE loss (van den Oord et al., "Neural
+Discrete Representation Learning", NeurIPS 2017, §3.2, Eq. 3).
 
 The D latent channels are split into C contiguous chunks, chunk c holding channels
 [c·D/C, (c+1)·D/C); each chunk is quantised against its own codebook of K vectors.
@@ -78,7 +81,7 @@ class MultiCodebookQuantizer(nn.Module):
     latent_dim: int
     num_codebooks: int
     num_codes: int
-    commitment_cost: float = 0.25
+    commitment_cost: float  # β
 
     def setup(self):
         if self.latent_dim % self.num_codebooks:

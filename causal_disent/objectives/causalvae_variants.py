@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from causal_disent.objectives import causalvae as cv
-from causal_disent.objectives.mcqvae import images_to_unit_range
+from causal_disent.utils.images import images_to_unit_range
 
 
 @dataclasses.dataclass(frozen=True)

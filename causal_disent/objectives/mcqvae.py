@@ -1,13 +1,14 @@
-"""Stage-1 objective: reconstruction MSE + the multi-codebook VQ loss (SPEC §1.1)."""
+"""Stage-1 objective: reconstruction MSE + the multi-codebook VQ loss. CT-VAE trains its
+MCQ-VAE "using the same procedure as in the original VQ-VAE" (Gendron et al.,
+"Disentanglement of Latent Representations via Causal Interventions", IJCAI 2023,
+§3.5), i.e. with the loss of van den Oord et al., "Neural Discrete Representation
+Learning", NeurIPS 2017, §3.2, Eq. 3."""
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-
-def images_to_unit_range(images: jax.Array) -> jax.Array:
-    """uint8 [B, H, W, ch] -> float32 in [0, 1] (the MCQ-VAE's input and target)."""
-    return images.astype(jnp.float32) / 255.0
+from causal_disent.utils.images import images_to_unit_range
 
 
 def psnr_from_mse(mse: jax.Array) -> jax.Array:

@@ -43,9 +43,8 @@ import numpy as np
 import optax
 from absl import logging
 
-from causal_disent.discovery import graphs as discovery_graphs
+from causal_disent.discovery.graphs import is_acyclic
 from causal_disent.discovery.pc import pc
-from causal_disent.evaluation import graphs
 from causal_disent.objectives import causalvae as cv
 
 GRAPH_LEARNING = ("ci_tests", "label_loss", "joint")
@@ -75,7 +74,7 @@ def check_hand_set_adjacency(adjacency, num_concepts: int) -> np.ndarray:
         )
     if not np.isfinite(adjacency).all():
         raise ValueError("causalvae.objective.initial_adjacency has non-finite entries")
-    if not graphs.is_acyclic(adjacency, 0.0):
+    if not is_acyclic(adjacency, 0.0):
         raise ValueError(
             "causalvae.objective.initial_adjacency has a directed cycle (self-loops "
             "count): CausalVAE's A must be a DAG; remove an edge of the cycle"
@@ -172,34 +171,6 @@ def discovered_graph(train_labels: np.ndarray, objective: ml_collections.ConfigD
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(discovery, indent=1))
     return discovery
-
-
-def graph_report(learned_graph: np.ndarray, true_graph: np.ndarray) -> dict:
-    """Whether the learned DAG lies in the true graph's Markov equivalence class."""
-    learned = (np.asarray(learned_graph) != 0).astype(np.int64)
-    true = (np.asarray(true_graph) != 0).astype(np.int64)
-    acyclic = graphs.is_acyclic(learned.astype(float), 0.0)
-    return {"in_true_equivalence_class":
-            bool(acyclic and discovery_graphs.same_equivalence_class(learned, true))}
-
-
-def adjacency_gradient_mask(support: np.ndarray | None) -> optax.GradientTransformation:
-    """Zeroes the updates of A outside `support` (None: passes everything).
-
-    Stateless, and always in the optimiser chain so that the optimiser state has one
-    structure whatever the graph learning (checkpoints restore either way).
-    """
-    # NumPy, not jnp: create_state runs under jit, and the mask must not be its tracer.
-    mask = None if support is None else np.asarray(support, np.float32)
-
-    def update(updates, state, params=None):
-        del params
-        if mask is None or "scm" not in updates:
-            return updates, state
-        scm = updates["scm"]
-        return {**updates, "scm": {**scm, "adjacency": scm["adjacency"] * mask}}, state
-
-    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
 def pretrain_adjacency(

@@ -29,7 +29,7 @@ from absl import logging
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
-from causal_disent.train.sharding import global_batch, padded_batches, process_slice
+from causal_disent.utils.sharding import padded_global_batches
 
 FORMAT_VERSION = 1
 CODES_FILE = "codes.npy"
@@ -134,11 +134,12 @@ def build(
     `encode(params, images)` -> [B, N] is the jitted, batch-sharded stage-2 encoder;
     `images(index)` renders or reads uint8 images.
     """
-    num_images, local = identity.num_images, process_slice(batch_size)
+    num_images = identity.num_images
     codes = np.empty((num_images, identity.num_nodes), code_dtype(identity.num_codes))
     start_time, last_log = time.perf_counter(), 0.0
-    for start, index, keep in padded_batches(num_images, batch_size):
-        batch = global_batch({"images": images(index[local])}, mesh)
+    batches = padded_global_batches(num_images, batch_size, mesh,
+                                    lambda index: {"images": images(index)})
+    for start, batch, keep in batches:
         encoded = multihost_utils.process_allgather(encode(params, batch["images"]), tiled=True)
         codes[start:start + keep] = np.asarray(encoded)[:keep]
         elapsed = time.perf_counter() - start_time

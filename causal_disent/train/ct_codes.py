@@ -2,38 +2,17 @@
 batch's images, or the code cache of the whole dataset (`code_cache.py`), chosen by
 `config.ct.train.code_source`."""
 
-import functools
 import math
 from pathlib import Path
 
-import jax
 import numpy as np
 from absl import logging
-from jax.sharding import Mesh
 
-from causal_disent.objectives.mcqvae import images_to_unit_range
-from causal_disent.train import code_cache, mcqvae_stage
-from causal_disent.train.checkpoint import checkpoint_dir
-from causal_disent.train.sharding import batch_sharded, replicated
+from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.runs.checkpoint import checkpoint_dir
+from causal_disent.train import code_cache
 
 SOURCES = ("auto", "cache", "encode")
-
-
-def make_encoder(mcqvae, mesh: Mesh):
-    """jitted (params, images uint8 [B, H, W, ch]) -> codes [B, N], batch-sharded."""
-
-    @functools.partial(
-        jax.jit,
-        in_shardings=(replicated(mesh), batch_sharded(mesh)),
-        out_shardings=batch_sharded(mesh),
-    )
-    def encode(params, images):
-        codes = mcqvae.apply(
-            {"params": params}, images_to_unit_range(images), method=mcqvae.encode_codes
-        )
-        return codes.reshape(codes.shape[0], -1)  # codebook-major, row, column
-
-    return encode
 
 
 def batch_codes(batch: dict, encode, mcqvae_params) -> dict:
@@ -50,7 +29,7 @@ def batch_codes(batch: dict, encode, mcqvae_params) -> dict:
 
 def cache_identity(config, dataset, mcqvae, mcqvae_params, stage1_workdir: Path):
     """What a code cache for this run must have been built from."""
-    steps = [int(p.name) for p in checkpoint_dir(stage1_workdir, mcqvae_stage.STAGE).iterdir()
+    steps = [int(p.name) for p in checkpoint_dir(stage1_workdir, mcqvae_run.STAGE).iterdir()
              if p.name.isdigit()]
     return code_cache.CacheIdentity(
         dataset=config.data.name,

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
+from causal_disent.runs.checkpoint import StageCheckpoints
 from causal_disent.train import deadline as deadline_lib
-from causal_disent.train.checkpoint import StageCheckpoints
 from causal_disent.train.deadline import Deadline, TimeBudgetExhausted
 from causal_disent.train.reporting import MetricsWriter, Progress
 
@@ -31,9 +31,10 @@ def fit(
     evaluate_every_steps: int = 0,
     evaluate_fn: Callable[[Any, int], None] | None = None,
 ):
-    """Runs `step_fn(state, local_batch) -> (state, metrics)` from `first_step` to
-    `last_step`, logging and checkpointing on the way; returns the final state.
-    `step_fn` places the host's batch on the devices and runs the jitted step.
+    """Runs `step_fn(state, local_batch, step) -> (state, metrics)` from `first_step`
+    to `last_step`, logging and checkpointing on the way; returns the final state.
+    `step_fn` places the host's batch on the devices and runs the jitted step
+    (runner.compiled_step_fn).
 
     An interrupt (Ctrl-C, preemption's SIGINT) saves a checkpoint of the last
     completed step before it propagates, so a rerun resumes there.
@@ -79,7 +80,7 @@ def fit(
     evaluate_if_due(state, first_step)
     try:
         for step, local_batch in zip(range(first_step, last_step), local_batches):
-            state, metrics = step_fn(state, local_batch)
+            state, metrics = step_fn(state, local_batch, step)
             completed = step + 1
             pending.append((step + 1, metrics))
             if step == first_step:

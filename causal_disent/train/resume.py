@@ -1,5 +1,4 @@
-"""Starting a stage fresh, resuming it, or skipping it when it is finished; and
-restoring a finished stage's parameters for the next one."""
+"""Starting a stage fresh, resuming it, or skipping it when it is finished."""
 
 from collections.abc import Callable
 from pathlib import Path
@@ -8,17 +7,10 @@ import jax
 from absl import logging
 from jax.sharding import Mesh
 
-from causal_disent.train import reporting
-from causal_disent.train.checkpoint import StageCheckpoints
-from causal_disent.train.sharding import replicated
-
-
-def placed_like(abstract_state, mesh: Mesh):
-    """Abstract arrays that restore replicated over `mesh`."""
-    sharding = replicated(mesh)
-    return jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), abstract_state
-    )
+from causal_disent.runs.checkpoint import StageCheckpoints
+from causal_disent.runs.restore import placed_like
+from causal_disent.runs.results import read_results
+from causal_disent.utils.sharding import replicated
 
 
 def start_or_resume(
@@ -45,7 +37,7 @@ def start_or_resume(
         )
         return state, 0, None
     first_step = int(jax.device_get(state.step))
-    finished = reporting.read_results(workdir).get(stage, {})
+    finished = read_results(workdir).get(stage, {})
     if first_step >= total_steps and finished.get("steps") == first_step:
         logging.info("[%s] already complete at step %d; skipped", stage, first_step)
         return state, first_step, finished
@@ -79,12 +71,3 @@ def open_stage(
     if finished is not None:
         checkpoints.close()
     return checkpoints, state, first_step, finished
-
-
-def restore_params(checkpoints: StageCheckpoints, create_state: Callable, mesh: Mesh):
-    """The parameters of the latest checkpoint (which must exist), replicated."""
-    try:
-        state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
-    finally:
-        checkpoints.close()
-    return state.params

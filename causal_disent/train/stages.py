@@ -9,15 +9,25 @@ import ml_collections
 from absl import logging
 
 from causal_disent.data import registry, splits
-from causal_disent.train import causalvae_stage, checkpoint, code_cache, ct_stage, mcqvae_stage
+from causal_disent.runs import causalvae as causalvae_run
+from causal_disent.runs import checkpoint
+from causal_disent.runs import ct as ct_run
+from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.runs import vae as vae_run
+from causal_disent.runs.config_file import write_config
+from causal_disent.train import causalvae_stage, code_cache, ct_stage
 from causal_disent.train import deadline as deadline_lib
-from causal_disent.train.sharding import make_data_mesh
+from causal_disent.train import mcqvae_stage, vae_stage
+from causal_disent.utils.sharding import make_data_mesh
 
-# name -> module with signature(config), validate(config, mesh), run(config, workdir, mesh)
+# The registration of a stage: name -> (its training module, with validate(config,
+# mesh, workdir) and run(config, workdir, mesh); its run-format module, with
+# signature(config), build_model and load_trained).
 STAGES = {
-    mcqvae_stage.STAGE: mcqvae_stage,
-    ct_stage.STAGE: ct_stage,
-    causalvae_stage.STAGE: causalvae_stage,
+    mcqvae_run.STAGE: (mcqvae_stage, mcqvae_run),
+    ct_run.STAGE: (ct_stage, ct_run),
+    causalvae_run.STAGE: (causalvae_stage, causalvae_run),
+    vae_run.STAGE: (vae_stage, vae_run),
 }
 
 
@@ -47,10 +57,9 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
     splits.check_split_fractions(config.data.split_fractions)
     check_workdir_writable(workdir)
     for stage in config.stages:
-        STAGES[stage].validate(config, mesh, workdir)
-        checkpoint.check_workdir_compatible(
-            workdir, stage, STAGES[stage].signature(config)
-        )
+        training, run_format = STAGES[stage]
+        training.validate(config, mesh, workdir)
+        checkpoint.check_workdir_compatible(workdir, stage, run_format.signature(config))
 
 
 def check_workdir_writable(workdir: Path) -> None:
@@ -88,9 +97,10 @@ def run(
         jax.devices()[0].platform, jax.process_count(),
     )
     if jax.process_index() == 0:
-        (workdir / "config.json").write_text(config.to_json_best_effort(indent=2) + "\n")
+        write_config(workdir, config)
     with deadline_lib.active(deadline):
         try:
-            return {stage: STAGES[stage].run(config, workdir, mesh) for stage in config.stages}
+            return {stage: STAGES[stage][0].run(config, workdir, mesh)
+                    for stage in config.stages}
         except code_cache.CodeCacheError as error:  # found only once stage 1 is loaded
             raise InvalidRunError(str(error)) from error

@@ -27,7 +27,7 @@ from causal_disent.data.shapes3d_synth import (
     SHAPE_NAMES,
     Shapes3DSynth,
 )
-from causal_disent.evaluation.figures import save_png
+from causal_disent.utils.figures import save_png
 
 NUM_GEOMETRIES = 8 * 4 * 15
 

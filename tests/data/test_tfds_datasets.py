@@ -486,7 +486,8 @@ def test_nothing_here_imported_tensorflow():
     [(td.Shapes3D, 12), (td.DSprites, 10), (td.SmallNORB, 8), (td.Cars3D, 6), (td.Sprites, 18)],
 )
 def test_transitions_over_the_real_grids(cls, num_actions):
-    """SPEC §1.4's action counts, and pairs that move one factor one step (the
+    """The action counts of the CT-VAE paper's Table 1 (Gendron et al., IJCAI 2023, §4:
+    two actions per factor), and pairs that move one factor one step (the
     nuisance instance of SmallNORB never), on each real grid's metadata."""
     from causal_disent.data import splits, transitions
     from causal_disent.data.base import FactorDataset

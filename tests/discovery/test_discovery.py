@@ -9,8 +9,8 @@ import pytest
 
 from causal_disent.data import registry
 from causal_disent.discovery import ci_tests, graphs
+from causal_disent.discovery.graphs import is_acyclic
 from causal_disent.discovery.pc import pc, pc_skeleton, run_pc
-from causal_disent.evaluation.graphs import is_acyclic
 
 
 def dag_from(num_nodes, edges):

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from causal_disent.data import registry
-from causal_disent.evaluation import card, representations, sampling
+from causal_disent.evaluation import card, representations
+from causal_disent.evaluation.metrics import common
 from tests.helpers import REPO_ROOT
 
 SMALL = 300  # samples per metric: enough for the ceiling/floor to separate
@@ -100,12 +101,12 @@ def test_cached_codes_equal_rendered_ones_and_encode_each_image_once(dsprites):
     rng = np.random.default_rng(0)
     factors = dsprites.sample_factors(rng, 500)
     factors = np.concatenate([factors, factors[:200]])  # repeats
-    direct = sampling.representations_of(dsprites, MeanIntensity(), factors)
+    direct = common.representations_of(dsprites, MeanIntensity(), factors)
     cached = representations.CachedCodes(dsprites, MeanIntensity(), chunk_size=64)
-    np.testing.assert_allclose(sampling.representations_of(dsprites, cached, factors), direct)
+    np.testing.assert_allclose(common.representations_of(dsprites, cached, factors), direct)
     unique = len(np.unique(dsprites.factors_to_index(factors)))
     assert cached.images_encoded == unique + 1  # + the probe that sized the cache
-    sampling.representations_of(dsprites, cached, factors[:300])
+    common.representations_of(dsprites, cached, factors[:300])
     assert cached.images_encoded == unique + 1
 
 
@@ -113,7 +114,7 @@ def test_cache_too_large_falls_back_to_rendering(dsprites):
     cached = representations.CachedCodes(dsprites, MeanIntensity(), max_bytes=1000)
     factors = dsprites.sample_factors(np.random.default_rng(1), 50)
     np.testing.assert_allclose(cached.codes_of_factors(factors),
-                               sampling.representations_of(dsprites, MeanIntensity(), factors))
+                               common.representations_of(dsprites, MeanIntensity(), factors))
 
 
 def test_image_representation_pads_the_last_batch_and_keeps_order():

@@ -5,7 +5,16 @@ import pytest
 from sklearn.metrics import mutual_info_score
 
 from causal_disent.data.base import FactorDataset
-from causal_disent.evaluation import disentanglement, sampling, scores
+from causal_disent.evaluation.metrics import (
+    betavae,
+    common,
+    dci,
+    factorvae,
+    mig,
+    modularity_explicitness,
+    sap,
+    unsupervised,
+)
 
 SIZES = (4, 5, 3)
 
@@ -53,7 +62,7 @@ def entropy(probabilities):
 # --------------------------------------------------------------------------- #
 def test_discretize_codes_uses_twenty_equal_width_bins():
     codes = np.stack([np.linspace(0.0, 1.0, 41), np.full(41, 3.0)], axis=1)
-    labels = scores.discretize_codes(codes)
+    labels = common.discretize_codes(codes)
     assert labels[:, 0].min() == 1 and labels[:, 0].max() == 20
     assert labels[0, 0] == 1 and labels[-1, 0] == 20  # the maximum falls in the last bin
     assert np.all(np.diff(labels[:, 0]) >= 0)
@@ -67,7 +76,7 @@ def test_mig_on_hand_computed_toy():
     f1 = np.array([0, 1, 0, 1, 0, 1, 0, 1])
     factors = np.stack([f0, f1], axis=1)
     codes = np.stack([f0, f0 | f1], axis=1).astype(np.float64)
-    result = scores.mig_score(codes, factors)
+    result = mig.mig_score(codes, factors)
     log2 = math.log(2)
     # c1 is 1 on 6 of 8 points; given either factor = 0 it is a fair coin, else 1.
     mi_or_f0 = mi_or_f1 = entropy([1 / 4, 3 / 4]) - 0.5 * entropy([1 / 2, 1 / 2])
@@ -85,16 +94,16 @@ def test_mig_on_hand_computed_toy():
 
 def test_mig_identity_constant_shuffled_duplicated_rotated():
     factors = uniform_factors(3000)
-    identity = scores.mig_score(factors.astype(np.float32), factors)["discrete_mig"]
+    identity = mig.mig_score(factors.astype(np.float32), factors)["discrete_mig"]
     assert identity > 0.98
-    assert scores.mig_score(np.ones((3000, 3)), factors)["discrete_mig"] == 0.0
+    assert mig.mig_score(np.ones((3000, 3)), factors)["discrete_mig"] == 0.0
     shuffled = np.random.default_rng(1).permutation(factors)
-    assert scores.mig_score(shuffled.astype(float), factors)["discrete_mig"] < 0.02
+    assert mig.mig_score(shuffled.astype(float), factors)["discrete_mig"] < 0.02
     duplicated = factors[:, [0, 0, 1, 2]].astype(float)
-    result = scores.mig_score(duplicated, factors)
+    result = mig.mig_score(duplicated, factors)
     assert result["mig_per_factor"][0] == pytest.approx(0.0, abs=1e-12)
     assert result["mig_per_factor"][1:].min() > 0.98
-    assert scores.mig_score(rotated(factors), factors)["discrete_mig"] < identity - 0.3
+    assert mig.mig_score(rotated(factors), factors)["discrete_mig"] < identity - 0.3
 
 
 # --------------------------------------------------------------------------- #
@@ -102,14 +111,14 @@ def test_mig_identity_constant_shuffled_duplicated_rotated():
 # --------------------------------------------------------------------------- #
 def test_sap_identity_high_constant_and_shuffled_low():
     train, test = uniform_factors(600, 0), uniform_factors(300, 1)
-    identity = scores.sap_score(train.astype(float), train, test.astype(float), test)
+    identity = sap.sap_score(train.astype(float), train, test.astype(float), test)
     assert identity["score_matrix"].shape == (3, 3)
     assert identity["sap_score"] > 0.3  # top-1 much above top-2 for every factor
     assert np.all(np.argmax(identity["score_matrix"], axis=0) == [0, 1, 2])
-    constant = scores.sap_score(np.zeros((600, 3)), train, np.zeros((300, 3)), test)
+    constant = sap.sap_score(np.zeros((600, 3)), train, np.zeros((300, 3)), test)
     assert constant["sap_score"] == 0.0
-    shuffled = scores.sap_score(np.random.default_rng(2).permutation(train).astype(float), train,
-                                np.random.default_rng(3).permutation(test).astype(float), test)
+    shuffled = sap.sap_score(np.random.default_rng(2).permutation(train).astype(float), train,
+                             np.random.default_rng(3).permutation(test).astype(float), test)
     assert shuffled["sap_score"] < 0.1
 
 
@@ -117,32 +126,32 @@ def test_sap_identity_high_constant_and_shuffled_low():
 # DCI
 # --------------------------------------------------------------------------- #
 def test_dci_from_importance_hand_cases():
-    ideal = scores.dci_from_importance(np.eye(3))
+    ideal = dci.dci_from_importance(np.eye(3))
     assert ideal["disentanglement"] == pytest.approx(1.0, abs=1e-6)
     assert ideal["completeness"] == pytest.approx(1.0, abs=1e-6)
-    uniform = scores.dci_from_importance(np.ones((3, 3)))
+    uniform = dci.dci_from_importance(np.ones((3, 3)))
     assert uniform["disentanglement"] == pytest.approx(0.0, abs=1e-9)
     assert uniform["completeness"] == pytest.approx(0.0, abs=1e-9)
-    one_code = scores.dci_from_importance(np.array([[1.0, 1.0], [0.0, 0.0]]))
+    one_code = dci.dci_from_importance(np.array([[1.0, 1.0], [0.0, 0.0]]))
     assert one_code["disentanglement"] == pytest.approx(0.0, abs=1e-6)  # code 0 serves both
     assert one_code["completeness"] == pytest.approx(1.0, abs=1e-6)  # each factor in one code
     # weighted: code 0 (weight 3/4) pure, code 1 (weight 1/4) split evenly
-    mixed = scores.dci_from_importance(np.array([[3.0, 0.0], [0.5, 0.5]]))
+    mixed = dci.dci_from_importance(np.array([[3.0, 0.0], [0.5, 0.5]]))
     assert mixed["disentanglement"] == pytest.approx(0.75, abs=1e-6)
-    assert scores.dci_from_importance(np.zeros((2, 2)))["disentanglement"] == pytest.approx(0.0)
+    assert dci.dci_from_importance(np.zeros((2, 2)))["disentanglement"] == pytest.approx(0.0)
 
 
 def test_dci_identity_constant_rotated():
     sizes = (3, 4, 3)
     train, test = uniform_factors(300, 0, sizes), uniform_factors(150, 1, sizes)
-    identity = scores.dci_scores(train.astype(float), train, test.astype(float), test)
+    identity = dci.dci_scores(train.astype(float), train, test.astype(float), test)
     assert identity["disentanglement"] > 0.95 and identity["completeness"] > 0.95
     assert identity["informativeness_test"] == pytest.approx(1.0)
     assert identity["importance_matrix"].shape == (3, 3)
-    constant = scores.dci_scores(np.zeros((300, 3)), train, np.zeros((150, 3)), test)
+    constant = dci.dci_scores(np.zeros((300, 3)), train, np.zeros((150, 3)), test)
     assert constant["disentanglement"] == pytest.approx(0.0, abs=1e-9)
     assert constant["informativeness_test"] < 0.5
-    mixed = scores.dci_scores(rotated(train), train, rotated(test), test)
+    mixed = dci.dci_scores(rotated(train), train, rotated(test), test)
     assert mixed["disentanglement"] < identity["disentanglement"] - 0.2
 
 
@@ -152,8 +161,8 @@ def test_gbt_importances_do_not_depend_on_the_number_of_workers():
     train, test = uniform_factors(200, 0, sizes), uniform_factors(100, 1, sizes)
     codes = rotated(train) + np.random.default_rng(2).normal(0, 0.3, train.shape)
     test_codes = rotated(test)
-    one = scores.gbt_importance_matrix(codes, train, test_codes, test, seed=3, num_workers=1)
-    two = scores.gbt_importance_matrix(codes, train, test_codes, test, seed=3, num_workers=2)
+    one = dci.gbt_importance_matrix(codes, train, test_codes, test, seed=3, num_workers=1)
+    two = dci.gbt_importance_matrix(codes, train, test_codes, test, seed=3, num_workers=2)
     for a, b in zip(one, two):
         np.testing.assert_array_equal(a, b)
 
@@ -161,7 +170,7 @@ def test_gbt_importances_do_not_depend_on_the_number_of_workers():
 # BetaVAE and FactorVAE on a tiny dataset
 # --------------------------------------------------------------------------- #
 def test_fixed_factor_batches_share_the_fixed_factor():
-    fixed, factors = sampling.fixed_factor_batches(TinyFactors(), np.random.default_rng(0), 50, 8)
+    fixed, factors = factorvae.fixed_factor_batches(TinyFactors(), np.random.default_rng(0), 50, 8)
     assert factors.shape == (50, 8, 3)
     for p in range(50):
         assert len(np.unique(factors[p, :, fixed[p]])) == 1
@@ -169,7 +178,7 @@ def test_fixed_factor_batches_share_the_fixed_factor():
 
 
 def test_betavae_features_zero_exactly_at_the_shared_factor():
-    features, labels = sampling.betavae_features(
+    features, labels = betavae.betavae_features(
         TinyFactors(), identity_fn, np.random.default_rng(0), 40, batch_size=8)
     assert features.shape == (40, 3)
     np.testing.assert_array_equal(features[np.arange(40), labels], 0.0)
@@ -177,34 +186,34 @@ def test_betavae_features_zero_exactly_at_the_shared_factor():
 
 def test_betavae_identity_one_random_chance():
     dataset, rng = TinyFactors(), np.random.default_rng(0)
-    identity = disentanglement.betavae(dataset, identity_fn, rng, num_train=200, num_eval=100,
-                                       batch_size=16)
+    identity = betavae.betavae(dataset, identity_fn, rng, num_train=200, num_eval=100,
+                               batch_size=16)
     assert identity["eval_accuracy"] > 0.97
-    chance = disentanglement.betavae(dataset, random_fn(), rng, num_train=200, num_eval=300,
-                                     batch_size=16)
+    chance = betavae.betavae(dataset, random_fn(), rng, num_train=200, num_eval=300,
+                             batch_size=16)
     assert abs(chance["eval_accuracy"] - 1 / 3) < 0.12
 
 
 def test_factorvae_vote_score_hand_case():
     train = np.array([[5, 0, 1], [1, 4, 3]])  # code 2 is assigned to factor 1
     evaluation = np.array([[2, 1, 0], [0, 1, 2]])
-    result = scores.factorvae_vote_score(train, evaluation)
+    result = factorvae.factorvae_vote_score(train, evaluation)
     assert result["train_accuracy"] == pytest.approx((5 + 4 + 3) / 14)
     assert result["eval_accuracy"] == pytest.approx((2 + 1 + 2) / 6)
 
 
 def test_factorvae_identity_one_random_chance_constant_zero():
     dataset, rng = TinyFactors(), np.random.default_rng(0)
-    identity = disentanglement.factorvae(dataset, identity_fn, rng, num_train=100, num_eval=100,
-                                         num_variance_estimate=500, batch_size=16)
+    identity = factorvae.factorvae(dataset, identity_fn, rng, num_train=100, num_eval=100,
+                                   num_variance_estimate=500, batch_size=16)
     assert identity["eval_accuracy"] == 1.0 and identity["num_active_dims"] == 3
     votes = identity["train_votes"]
     np.testing.assert_array_equal(votes, np.diag(np.diag(votes)))  # factor k votes code k
-    chance = disentanglement.factorvae(dataset, random_fn(dims=4), rng, num_train=300,
-                                       num_eval=300, num_variance_estimate=500, batch_size=16)
+    chance = factorvae.factorvae(dataset, random_fn(dims=4), rng, num_train=300,
+                                 num_eval=300, num_variance_estimate=500, batch_size=16)
     assert abs(chance["eval_accuracy"] - 1 / 3) < 0.12
-    dead = disentanglement.factorvae(dataset, lambda x: np.zeros((len(x), 2)), rng,
-                                     num_train=10, num_eval=10, num_variance_estimate=50)
+    dead = factorvae.factorvae(dataset, lambda x: np.zeros((len(x), 2)), rng,
+                               num_train=10, num_eval=10, num_variance_estimate=50)
     assert dead == {"train_accuracy": 0.0, "eval_accuracy": 0.0, "num_active_dims": 0}
 
 
@@ -213,7 +222,7 @@ def test_factorvae_prunes_codes_with_small_std():
     codes[:, :, 0] = [[0, 0, 0, 0], [0, 0, 0, 0]]  # zero local variance but inactive
     codes[:, :, 1] = [[0, 1, 0, 1], [0, 0, 0, 0.5]]
     codes[:, :, 2] = [[0, 0.1, 0, 0.1], [0, 1, 0, 1]]
-    voted = scores.factorvae_argmin_codes(codes, np.array([1e-4, 1.0, 1.0]))
+    voted = factorvae.factorvae_argmin_codes(codes, np.array([1e-4, 1.0, 1.0]))
     np.testing.assert_array_equal(voted, [2, 1])
 
 
@@ -221,43 +230,43 @@ def test_factorvae_prunes_codes_with_small_std():
 # modularity, explicitness, unsupervised
 # --------------------------------------------------------------------------- #
 def test_modularity_hand_cases():
-    assert scores.modularity_from_mutual_info(np.eye(3))[0] == pytest.approx(1.0)
+    modularity = modularity_explicitness.modularity_from_mutual_info
+    assert modularity(np.eye(3))[0] == pytest.approx(1.0)
     # one code equally informative about 2 of 3 factors: 1 - 1 / 2
-    value, per_code = scores.modularity_from_mutual_info(np.array([[1.0, 1.0, 0.0], [0, 0, 0]]))
+    value, per_code = modularity(np.array([[1.0, 1.0, 0.0], [0, 0, 0]]))
     np.testing.assert_allclose(per_code, [0.5, 0.0])  # a dead code scores 0
     assert value == pytest.approx(0.25)
 
 
 def test_modularity_explicitness_identity_and_random():
     train, test = uniform_factors(800, 0), uniform_factors(400, 1)
-    identity = scores.modularity_explicitness_scores(train.astype(float), train,
-                                                     test.astype(float), test)
+    scores = modularity_explicitness.modularity_explicitness_scores
+    identity = scores(train.astype(float), train, test.astype(float), test)
     assert identity["modularity_score"] > 0.98
     assert identity["explicitness_score_test"] > 0.9
     noise = np.random.default_rng(5)
-    random = scores.modularity_explicitness_scores(noise.normal(size=(800, 3)), train,
-                                                   noise.normal(size=(400, 3)), test)
+    random = scores(noise.normal(size=(800, 3)), train, noise.normal(size=(400, 3)), test)
     assert abs(random["explicitness_score_test"] - 0.5) < 0.1
     assert random["explicitness_score_test"] < identity["explicitness_score_test"] - 0.3
-    rotated_scores = scores.modularity_explicitness_scores(rotated(train), train,
-                                                           rotated(test), test)
+    rotated_scores = scores(rotated(train), train, rotated(test), test)
     assert rotated_scores["modularity_score"] < identity["modularity_score"] - 0.1
 
 
 def test_gaussian_total_correlation():
-    assert scores.gaussian_total_correlation(np.diag([1.0, 4.0, 0.5])) == pytest.approx(0.0)
+    assert unsupervised.gaussian_total_correlation(np.diag([1.0, 4.0, 0.5])) == pytest.approx(0.0)
     rho = 0.6
     covariance = np.array([[2.0, rho * 2.0], [rho * 2.0, 2.0]])
     expected = -0.5 * math.log(1 - rho**2)
-    assert scores.gaussian_total_correlation(covariance) == pytest.approx(expected)
-    assert scores.gaussian_wasserstein_correlation(np.diag([1.0, 3.0])) == pytest.approx(
+    assert unsupervised.gaussian_total_correlation(covariance) == pytest.approx(expected)
+    assert unsupervised.gaussian_wasserstein_correlation(np.diag([1.0, 3.0])) == pytest.approx(
         0.0, abs=1e-9)
-    independent = scores.unsupervised_scores(np.random.default_rng(0).normal(size=(2000, 3)))
+    independent = unsupervised.unsupervised_scores(
+        np.random.default_rng(0).normal(size=(2000, 3)))
     assert independent["gaussian_total_correlation"] < 0.01
     z = np.random.default_rng(1).normal(size=(4000, 2))
     correlated = np.stack([z[:, 0], rho * z[:, 0] + math.sqrt(1 - rho**2) * z[:, 1]], axis=1)
-    assert scores.unsupervised_scores(correlated)["gaussian_total_correlation"] == pytest.approx(
-        -0.5 * math.log(1 - rho**2), abs=0.03)
+    assert unsupervised.unsupervised_scores(correlated)[
+        "gaussian_total_correlation"] == pytest.approx(-0.5 * math.log(1 - rho**2), abs=0.03)
     assert independent["mutual_info_score"] < 0.2
 
 
@@ -266,23 +275,23 @@ def test_gaussian_total_correlation():
 # --------------------------------------------------------------------------- #
 def test_sampling_metrics_run_on_tiny_dataset():
     dataset, rng = TinyFactors(), np.random.default_rng(0)
-    assert disentanglement.mig(dataset, identity_fn, rng, num_train=1000)["discrete_mig"] > 0.95
-    assert disentanglement.sap(dataset, identity_fn, rng, num_train=300, num_test=200)[
+    assert mig.mig(dataset, identity_fn, rng, num_train=1000)["discrete_mig"] > 0.95
+    assert sap.sap(dataset, identity_fn, rng, num_train=300, num_test=200)[
         "sap_score"] > 0.2
-    dci = disentanglement.dci(dataset, identity_fn, rng, num_train=200, num_test=100)
-    assert dci["disentanglement"] > 0.9 and dci["informativeness_test"] == 1.0
-    modular = disentanglement.modularity_explicitness(dataset, identity_fn, rng, num_train=300,
-                                                      num_test=200)
+    dci_result = dci.dci(dataset, identity_fn, rng, num_train=200, num_test=100)
+    assert dci_result["disentanglement"] > 0.9 and dci_result["informativeness_test"] == 1.0
+    modular = modularity_explicitness.modularity_explicitness(
+        dataset, identity_fn, rng, num_train=300, num_test=200)
     assert modular["modularity_score"] > 0.95 and modular["explicitness_score_test"] > 0.9
-    codes = disentanglement.unsupervised(dataset, identity_fn, rng, num_train=500)
+    codes = unsupervised.unsupervised(dataset, identity_fn, rng, num_train=500)
     assert codes["gaussian_total_correlation"] < 0.05
 
 
 def test_bad_inputs_fail_clearly():
     with pytest.raises(ValueError, match="differ in n"):
-        scores.mig_score(np.zeros((5, 2)), np.zeros((4, 2), int))
+        mig.mig_score(np.zeros((5, 2)), np.zeros((4, 2), int))
     with pytest.raises(ValueError, match="integer"):
-        scores.mig_score(np.zeros((5, 2)), np.zeros((5, 2)))
+        mig.mig_score(np.zeros((5, 2)), np.zeros((5, 2)))
     with pytest.raises(ValueError, match=r"\[B, D\]"):
-        sampling.representations_of(TinyFactors(), lambda x: np.zeros(len(x)),
-                                    np.zeros((3, 3), int))
+        common.representations_of(TinyFactors(), lambda x: np.zeros(len(x)),
+                                  np.zeros((3, 3), int))

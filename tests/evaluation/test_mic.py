@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
-from causal_disent.evaluation import mic
+from causal_disent.evaluation.metrics import mic
 
 RNG_SEED = 0
 

@@ -6,8 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from causal_disent import models
 from causal_disent.models import scm
 from causal_disent.models.causalvae import DECODERS, CausalVAE
+from configs import causalvae_pendulum
 
 BATCH, CONCEPTS, CONCEPT_DIM = 3, 3, 2
 CHAIN = np.array([[0, 1.5, 0], [0, 0, -2.0], [0, 0, 0]], np.float32)  # 0 -> 1 -> 2
@@ -94,9 +96,12 @@ def test_do_with_the_factual_value_changes_nothing(chain):
 
 
 def tiny_model(decoder):
-    return CausalVAE(num_concepts=CONCEPTS, concept_dim=CONCEPT_DIM, image_shape=(16, 16, 3),
-                     encoder_widths=(4, 4), encoder_hidden=8, decoder_widths=(4, 4),
-                     decoder_hidden=8, decoder=decoder)
+    """The Pendulum config's CausalVAE, shrunk to 16×16 images and `decoder`."""
+    model_config = causalvae_pendulum.get_config().causalvae.model
+    model_config.update(num_concepts=CONCEPTS, concept_dim=CONCEPT_DIM, encoder_widths=(4, 4),
+                        encoder_hidden=8, decoder_widths=(4, 4), decoder_hidden=8,
+                        decoder=decoder)
+    return models.build_causalvae(model_config, (16, 16, 3))
 
 
 def decode(model, params, latents):
@@ -120,6 +125,7 @@ def test_only_the_per_concept_decoder_is_a_sum_over_concepts(decoder):
         assert gap > 1e-3
 
 
-def test_unknown_decoder_is_rejected():
-    with pytest.raises(ValueError, match="unknown CausalVAE decoder 'deconv'; known: per_concept"):
-        tiny_model("deconv").init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)))
+def test_unknown_decoder_is_rejected_when_the_model_is_built():
+    with pytest.raises(ValueError,
+                       match="causalvae.model.decoder 'deconv' is unknown; known: per_concept"):
+        tiny_model("deconv")

@@ -9,16 +9,26 @@ import numpy as np
 import optax
 import pytest
 
-from causal_disent.models.ct_layer import CausalTransition, sinusoidal_positions
+from causal_disent import models
+from causal_disent.models.ct_layer import sinusoidal_positions
 from causal_disent.objectives import ct
 from causal_disent.train.state import TrainState, train_step
+from configs import ctvae_shapes3d
 
 B, N, K, A = 4, 12, 6, 4
 
 
+def ct_layer(**fields):
+    """The CT layer over N nodes of K codes with A actions: the paper config's
+    `ct.model` with `fields` changed."""
+    model_config = ctvae_shapes3d.get_config().ct.model
+    model_config.update(fields)
+    return models.build_ct_layer(model_config, N, K, A)
+
+
 @pytest.fixture(scope="module")
 def model_and_params():
-    model = CausalTransition(num_nodes=N, num_codes=K, num_actions=A, graph_hidden=16, gnn_hidden=8)
+    model = ct_layer(graph_hidden=16, gnn_hidden=8)
     codes = jnp.zeros((B, N), jnp.int32)
     keys = jax.random.split(jax.random.key(0), 3)
     params = model.init({"params": keys[0], "gumbel": keys[1], "noise": keys[2]}, codes, jnp.zeros(B, jnp.int32))["params"]
@@ -117,7 +127,7 @@ def test_null_transition_equals_the_general_path(model_and_params):
 def test_identity_graph_learns_to_reproduce_the_codes():
     """With M = I (each node sees only itself and the ∅ action), the GNN can learn the
     identity map on codes: a short overfit reaches exact reproduction."""
-    model = CausalTransition(num_nodes=N, num_codes=K, num_actions=A, graph_hidden=8, gnn_hidden=16, position_dropout=0.0)
+    model = ct_layer(graph_hidden=8, gnn_hidden=16, position_dropout=0.0)
     codes = codes_batch(3)["x_codes"]
     params = model.init({"params": jax.random.key(0), "gumbel": jax.random.key(1)}, codes, jnp.zeros(B, jnp.int32))["params"]
     optimizer = optax.adam(3e-2)

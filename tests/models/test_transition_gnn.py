@@ -29,6 +29,7 @@ def make_model(backend="dense", num_layers=2):
         hidden=HIDDEN,
         num_layers=num_layers,
         backend=backend,
+        root_weight=False,
     )
 
 
@@ -253,7 +254,7 @@ def test_grouped_action_layout_computes_the_same_function(root_weight):
         "edge_weights": jnp.asarray(adjacency * rng.random(adjacency.shape), jnp.float32),
     }
     model = TransitionGNN(num_codes=CODES, num_actions=ACTIONS, hidden=HIDDEN, num_layers=2,
-                          root_weight=root_weight)
+                          backend="dense", root_weight=root_weight)
     params = perturbed(model.init(jax.random.key(0), **inputs)["params"])
 
     def loss(params, features, action_groups):

@@ -25,7 +25,8 @@ def reference_quantize(latents, codebooks):
 
 @pytest.fixture(scope="module")
 def quantizer_and_params():
-    module = vq.MultiCodebookQuantizer(latent_dim=12, num_codebooks=3, num_codes=5)
+    module = vq.MultiCodebookQuantizer(latent_dim=12, num_codebooks=3, num_codes=5,
+                                       commitment_cost=0.25)
     latents = jnp.zeros((1, 2, 2, 12))
     params = module.init(jax.random.key(0), latents)["params"]
     rng = np.random.default_rng(0)
@@ -34,7 +35,8 @@ def quantizer_and_params():
 
 
 def test_codebook_init_is_uniform_in_plus_minus_one_over_k():
-    module = vq.MultiCodebookQuantizer(latent_dim=64, num_codebooks=4, num_codes=64)
+    module = vq.MultiCodebookQuantizer(latent_dim=64, num_codebooks=4, num_codes=64,
+                                       commitment_cost=0.25)
     codebooks = module.init(jax.random.key(1), jnp.zeros((1, 1, 1, 64)))["params"]["codebooks"]
     assert codebooks.shape == (4, 64, 16)
     assert float(jnp.abs(codebooks).max()) <= 1 / 64
@@ -97,6 +99,7 @@ def test_perplexity_and_usage():
 
 
 def test_latent_dim_not_divisible_by_codebooks_is_a_clear_error():
-    module = vq.MultiCodebookQuantizer(latent_dim=10, num_codebooks=4, num_codes=8)
+    module = vq.MultiCodebookQuantizer(latent_dim=10, num_codebooks=4, num_codes=8,
+                                       commitment_cost=0.25)
     with pytest.raises(ValueError, match="not divisible by num_codebooks"):
         module.init(jax.random.key(0), jnp.zeros((1, 1, 1, 10)))

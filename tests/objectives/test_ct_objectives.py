@@ -7,8 +7,9 @@ import ml_collections
 import numpy as np
 import pytest
 
-from causal_disent.models.ct_layer import CausalTransition
+from causal_disent import models
 from causal_disent.objectives import ct
+from configs import ctvae_shapes3d
 
 
 def test_code_cross_entropy_against_hand_values():
@@ -97,8 +98,9 @@ def tiny():
     """(model, params, batch, rng, run): `run(mode, weights)` is the mode's loss,
     jitted once per mode with the weights as traced values."""
     # High dropout so that the positional-dropout draws visibly matter.
-    model = CausalTransition(num_nodes=NODES, num_codes=CODES, num_actions=ACTIONS,
-                             graph_hidden=4, gnn_hidden=2, gnn_layers=1, position_dropout=0.5)
+    model_config = ctvae_shapes3d.get_config().ct.model
+    model_config.update(graph_hidden=4, gnn_hidden=2, gnn_layers=1, position_dropout=0.5)
+    model = models.build_ct_layer(model_config, NODES, CODES, ACTIONS)
     data = np.random.default_rng(0)
     batch = {
         "x_codes": jnp.asarray(data.integers(0, CODES, (BATCH, NODES)), jnp.int32),

@@ -16,12 +16,14 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
+from configs import ctvae_shapes3d  # noqa: E402
 from causal_disent import models  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
-from causal_disent.models.ct_layer import CausalTransition  # noqa: E402
+from causal_disent.evaluation import ct_retrieval  # noqa: E402
 from causal_disent.objectives import ct  # noqa: E402
 from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
-from causal_disent.train import code_cache, ct_codes, sharding  # noqa: E402
+from causal_disent.train import code_cache  # noqa: E402
+from causal_disent.utils import sharding  # noqa: E402
 from causal_disent.train.state import TrainState, train_step  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402
 
@@ -49,7 +51,9 @@ def max_difference(a, b):
 
 def compare_ct_modes():
     """One step of each CT mode; returns the largest loss and parameter differences."""
-    model = CausalTransition(num_nodes=16, num_codes=8, num_actions=4, graph_hidden=8, gnn_hidden=8)
+    model_config = ctvae_shapes3d.get_config().ct.model  # 2 layers, no noise, dense GNN
+    model_config.update(graph_hidden=8, gnn_hidden=8)
+    model = models.build_ct_layer(model_config, num_nodes=16, num_codes=8, num_actions=4)
     rng = np.random.default_rng(0)
     batch = {
         "x_codes": rng.integers(0, 8, (16, 16)).astype(np.int32),
@@ -75,7 +79,7 @@ def compare_code_cache(model, params, dataset):
     built = []
     for mesh in (sharding.make_data_mesh(jax.devices()[:1]), sharding.make_data_mesh()):
         built.append(code_cache.build(
-            encode=ct_codes.make_encoder(model, mesh), params=params,
+            encode=ct_retrieval.make_encoder(model, mesh), params=params,
             images=lambda index: dataset.images(index * 4801), identity=identity,
             mesh=mesh, batch_size=64,
         ))

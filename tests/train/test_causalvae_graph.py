@@ -11,7 +11,9 @@ import pytest
 
 from causal_disent import causalvae_interventions, models
 from causal_disent.data import registry
+from causal_disent.evaluation import causalvae_evaluation
 from causal_disent.evaluation import counterfactual_scores as cs
+from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.train import causalvae_graph, causalvae_stage
 from configs import causalvae_pendulum
 
@@ -21,7 +23,7 @@ PENDULUM_GRAPH = np.array(registry.get_dataset("pendulum").causal_graph)
 def test_gradient_mask_keeps_a_on_its_support_through_adam_steps():
     support = np.array([[0, 1], [0, 0]], np.float32)
     params = {"scm": {"adjacency": jnp.array([[0.0, 1.0], [0.0, 0.0]])}, "other": jnp.ones(3)}
-    tx = optax.chain(causalvae_graph.adjacency_gradient_mask(support), optax.adam(0.1))
+    tx = optax.chain(causalvae_run.adjacency_gradient_mask(support), optax.adam(0.1))
     state = tx.init(params)
     grads = {"scm": {"adjacency": jnp.ones((2, 2))}, "other": jnp.ones(3)}
     for _ in range(3):
@@ -34,7 +36,7 @@ def test_gradient_mask_keeps_a_on_its_support_through_adam_steps():
 
 
 def test_without_a_support_the_mask_passes_every_update():
-    tx = causalvae_graph.adjacency_gradient_mask(None)
+    tx = causalvae_run.adjacency_gradient_mask(None)
     grads = {"scm": {"adjacency": jnp.ones((2, 2))}}
     updates, _ = tx.update(grads, tx.init(grads))
     np.testing.assert_array_equal(updates["scm"]["adjacency"], 1.0)
@@ -78,10 +80,10 @@ def test_learned_graph_report_knows_the_equivalence_class():
     flow = np.array(registry.get_dataset("flow").causal_graph)
     reversed_root = flow.copy()
     reversed_root[0, 1], reversed_root[1, 0] = 0, 1  # water -> ball: same class
-    assert causalvae_graph.graph_report(reversed_root, flow)["in_true_equivalence_class"]
+    assert causalvae_evaluation.graph_report(reversed_root, flow)["in_true_equivalence_class"]
     no_collider = flow.copy()
     no_collider[3, 2], no_collider[2, 3] = 0, 1  # flow -> hole: the v-structure is gone
-    assert not causalvae_graph.graph_report(no_collider, flow)["in_true_equivalence_class"]
+    assert not causalvae_evaluation.graph_report(no_collider, flow)["in_true_equivalence_class"]
 
 
 # ---- bad input: one-line errors ------------------------------------------------------
@@ -174,5 +176,5 @@ def test_a_missing_compared_run_is_refused_before_training(tmp_path):
     config = causalvae_pendulum.get_config("tiny")
     config.causalvae.train.compare_workdirs = (str(tmp_path / "not_a_run"),)
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
-    with pytest.raises(FileNotFoundError, match="must list the --workdir of finished"):
+    with pytest.raises(ValueError, match="not found.*must list the --workdir of finished"):
         causalvae_stage.validate(config, mesh, tmp_path)

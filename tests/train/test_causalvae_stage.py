@@ -12,11 +12,13 @@ import pytest
 
 from causal_disent import causalvae_interventions, models
 from causal_disent.data import registry
+from causal_disent.evaluation import causalvae_evaluation
 from causal_disent.models import scm
 from causal_disent.models.causalvae import VARIANTS
 from causal_disent.objectives import causalvae as cv
 from causal_disent.objectives.causalvae_variants import LOSSES, LossWeights
-from causal_disent.train import causalvae_graph, causalvae_stage, stages
+from causal_disent.runs import causalvae as causalvae_run
+from causal_disent.train import causalvae_graph, causalvae_stage, runner, stages
 from configs import causalvae_pendulum
 
 BATCH = 4
@@ -40,7 +42,7 @@ def pendulum():
 def scaling(pendulum):
     dataset, _ = pendulum
     labels = dataset.labels(np.arange(dataset.num_images))
-    return causalvae_stage.label_scaling("pendulum", labels)
+    return causalvae_run.label_scaling("pendulum", labels)
 
 
 def build(variant: str, image_shape):
@@ -53,7 +55,7 @@ def test_one_train_step_of_each_variant_is_an_adam_step_on_its_loss(variant, pen
     dataset, batch = pendulum
     config = tiny_config(variant).causalvae
     model = build(variant, dataset.image_shape)
-    state = causalvae_stage.create_state(model, dataset.image_shape, jax.random.key(0),
+    state = causalvae_run.create_state(model, dataset.image_shape, jax.random.key(0),
                                          1e-3, config.objective.initial_penalty)
     step = jax.jit(causalvae_stage.make_train_step(model, scaling, config.objective))
     new_state, metrics = step(state, batch, jax.random.key(1))
@@ -125,7 +127,7 @@ def test_lagrangian_updates_on_schedule(pendulum, scaling):
     # grows until it reaches max_penalty.
     cyclic = np.zeros((4, 4), np.float32)
     cyclic[0, 1] = cyclic[1, 0] = 0.5
-    state = causalvae_stage.create_state(model, dataset.image_shape, jax.random.key(0),
+    state = causalvae_run.create_state(model, dataset.image_shape, jax.random.key(0),
                                          1e-3, 1.0, initial_adjacency=cyclic)
     np.testing.assert_allclose(constraint(state), 12 / 16**2 + 2 / 16**4, rtol=1e-5)
     expected = lagrangian_values(state)
@@ -163,7 +165,7 @@ def test_lagrangian_updates_on_schedule(pendulum, scaling):
     # Adam steps at 1e-3 leave H(A) far below 1e-3, and the state keeps λ = 0, ρ = 1,
     # H_prev = inf (where an update, always accepted from H_prev = inf, would have set
     # H_prev = H).
-    state = causalvae_stage.create_state(model, dataset.image_shape, jax.random.key(0),
+    state = causalvae_run.create_state(model, dataset.image_shape, jax.random.key(0),
                                          1e-3, 1.0)
     initial = state.lagrangian
     for _ in range(2):
@@ -269,13 +271,13 @@ def test_a_run_compared_with_itself_scores_the_same(tiny_run):
     config.causalvae.train.compare_workdirs = (str(workdir),)
     dataset = registry.get_dataset("pendulum")
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
-    compared = causalvae_stage.compared_models(config, mesh, dataset)
+    compared = causalvae_evaluation.compared_models(config, mesh, dataset)
     assert list(compared) == ["causalvae_per_concept"]
     split = dataset.predefined_split()
     labels = dataset.labels(np.arange(dataset.num_images)).astype(np.float32)
-    scaling = causalvae_stage.label_scaling("pendulum", labels[split["train"]])
-    test = causalvae_stage.evaluation_indices(config, split)
-    scores = causalvae_stage.counterfactuals(config, dataset, test, labels[test], scaling,
+    scaling = causalvae_run.label_scaling("pendulum", labels[split["train"]])
+    test = causalvae_run.evaluation_indices(config, split)
+    scores = causalvae_evaluation.counterfactuals(config, dataset, test, labels[test], scaling,
                                              {"model": compared["causalvae_per_concept"],
                                               **compared})
     for entry in scores["concepts"].values():
@@ -289,14 +291,14 @@ def test_comparing_with_a_missing_or_foreign_run_is_refused(tiny_run, tmp_path):
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
     dataset = registry.get_dataset("pendulum")
     config.causalvae.train.compare_workdirs = (str(tmp_path / "nothing"),)
-    with pytest.raises(FileNotFoundError, match="must list the --workdir of finished"):
-        causalvae_stage.compared_models(config, mesh, dataset)
+    with pytest.raises(ValueError, match="not found.*must list the --workdir of finished"):
+        causalvae_evaluation.compared_models(config, mesh, dataset)
     foreign = json.loads((workdir / "config.json").read_text())
     foreign["data"]["name"] = "flow"
     (tmp_path / "config.json").write_text(json.dumps(foreign))
     config.causalvae.train.compare_workdirs = (str(tmp_path),)
     with pytest.raises(ValueError, match="was trained on 'flow', not 'pendulum'"):
-        causalvae_stage.compared_models(config, mesh, dataset)
+        causalvae_evaluation.compared_models(config, mesh, dataset)
 
 
 def test_finished_run_is_skipped_on_rerun(tiny_run, monkeypatch):
@@ -307,8 +309,9 @@ def test_finished_run_is_skipped_on_rerun(tiny_run, monkeypatch):
 
     # Retraining or re-evaluating would give the same scores (same seed), so the test
     # fails if either is reached at all.
-    for name in ("fit", "evaluate", "save_intervention_figure"):
-        monkeypatch.setattr(causalvae_stage, name, must_not_run)
+    monkeypatch.setattr(runner, "fit", must_not_run)
+    for name in ("evaluate", "save_intervention_figure"):
+        monkeypatch.setattr(causalvae_evaluation, name, must_not_run)
     again = stages.run(tiny_config(), workdir)
     assert again["causalvae"] == json.loads(json.dumps(results["causalvae"]))
 

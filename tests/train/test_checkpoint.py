@@ -2,7 +2,7 @@ import jax.numpy as jnp
 import optax
 import pytest
 
-from causal_disent.train import checkpoint
+from causal_disent.runs import checkpoint
 from causal_disent.train.state import TrainState
 
 

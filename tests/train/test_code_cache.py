@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from causal_disent.data import registry, splits, transitions
-from causal_disent.train import code_cache, ct_codes, ct_stage, mcqvae_stage, stages
-from causal_disent.train.sharding import global_batch, make_data_mesh
+from causal_disent.evaluation import ct_retrieval
+from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.train import code_cache, ct_codes, ct_stage, stages
+from causal_disent.utils.sharding import global_batch, make_data_mesh
 from tests.helpers import serve_small_shapes3d, tiny_config
 
 CT_STEPS = 3
@@ -81,20 +83,18 @@ def test_cached_batches_equal_encoded_batches(stage1, both_runs):
     dataset = registry.dataset_from_config(config.data)
     split = splits.dataset_split(dataset, config.data.split_fractions, config.data.split_seed)
     sampler = transitions.sampler_for(dataset, split, seed=config.seed)
-    mcqvae, params = mcqvae_stage.load_trained(config, stage1, mesh, dataset)
-    encode = ct_codes.make_encoder(mcqvae, mesh)
+    mcqvae, params = mcqvae_run.load_trained(config, stage1, mesh, dataset)
+    encode = ct_retrieval.make_encoder(mcqvae, mesh)
     identity = ct_codes.cache_identity(config, dataset, mcqvae, params, stage1)
     codes = code_cache.load(both_runs["cache"] / "code_cache", identity)
     assert codes.shape == (dataset.num_images, identity.num_nodes) and codes.dtype == np.uint8
 
     def batches(codes_or_none):
         return list(ct_stage.transition_batches(
-            dataset, sampler, "train", config.ct.optim.batch_size, config.seed, (1, 1, 1),
-            0, 4, prefetch=0, codes=codes_or_none))
+            dataset, sampler, "train", config.ct.optim.batch_size, 0, 4, prefetch=0,
+            codes=codes_or_none))
 
     for cached, rendered in zip(batches(codes), batches(None)):
-        assert cached["mode"] == rendered["mode"]
-        rendered = {k: v for k, v in rendered.items() if k != "mode"}
         on_the_fly = ct_codes.batch_codes(global_batch(rendered, mesh), encode, params)
         for key in ("x_codes", "y_codes", "action"):
             np.testing.assert_array_equal(cached[key], np.asarray(on_the_fly[key]), err_msg=key)

@@ -7,9 +7,10 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from causal_disent import interventions
+from causal_disent import ct_interventions as interventions
 from causal_disent.data import registry
-from causal_disent.train import checkpoint, ct_stage, stages
+from causal_disent.runs import checkpoint
+from causal_disent.train import ct_stage, stages
 from tests.helpers import tiny_config
 
 
@@ -118,7 +119,7 @@ def test_bad_ct_config_values(tmp_path):
 
 def test_metric_card_of_a_trained_run(two_stage_run):
     from causal_disent.evaluation import card, representations, trained_runs
-    from causal_disent.train.sharding import make_data_mesh
+    from causal_disent.utils.sharding import make_data_mesh
 
     workdir, results = two_stage_run
     run = trained_runs.open_run(workdir, make_data_mesh(), batch_size=16)

@@ -10,7 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from causal_disent.train import checkpoint, deadline, loop, reporting, stages
+from causal_disent.runs import checkpoint
+from causal_disent.runs.results import append_curve_point, curve_path, read_curve
+from causal_disent.train import deadline, loop, reporting, stages
 from causal_disent.train.deadline import Deadline, TimeBudgetExhausted
 from tests.helpers import tiny_config as tiny_two_stage_config
 from tests.train.test_training import final_params
@@ -73,7 +75,7 @@ def fake_fit(tmp_path, events, *, first_step=0, last_step=7, **kwargs):
     """fit on a counter: the state is the number of steps taken."""
     return loop.fit(
         stage="fake", state=jnp.array(first_step),
-        step_fn=lambda state, batch: (state + 1, {"loss": state * 1.0}),
+        step_fn=lambda state, batch, step: (state + 1, {"loss": state * 1.0}),
         local_batches=itertools.repeat({}), first_step=first_step, last_step=last_step,
         global_batch_size=1, checkpoints=FakeCheckpoints(events, every=2),
         writer=reporting.MetricsWriter(tmp_path), log_every_steps=4, **kwargs,
@@ -132,7 +134,7 @@ def test_deadline_expired_at_the_start_runs_and_saves_nothing(tmp_path):
     events = []
     steps_taken = []
 
-    def step_fn(state, batch):
+    def step_fn(state, batch, step):
         steps_taken.append(state)
         return state + 1, {}
 
@@ -159,19 +161,19 @@ def test_the_last_step_never_pauses(tmp_path):
 
 def test_read_curve_sorts_by_step_and_keeps_the_last_point_of_a_step(tmp_path):
     for step, value in [(0, 0.1), (2, 0.5), (4, 0.7), (2, 0.6), (6, 0.8)]:
-        reporting.append_curve_point(tmp_path, "ct", step, {"action_accuracy": np.float32(value)})
-    points = reporting.read_curve(tmp_path, "ct")
+        append_curve_point(tmp_path, "ct", step, {"action_accuracy": np.float32(value)})
+    points = read_curve(tmp_path, "ct")
     assert [p["step"] for p in points] == [0, 2, 4, 6]
     np.testing.assert_allclose([p["action_accuracy"] for p in points], [0.1, 0.6, 0.7, 0.8])
-    assert reporting.read_curve(tmp_path, "mcqvae") == []
+    assert read_curve(tmp_path, "mcqvae") == []
 
 
 def test_curve_survives_a_line_cut_short_by_a_killed_process(tmp_path):
-    reporting.append_curve_point(tmp_path, "ct", 0, {"a": 1.0})
-    with reporting.curve_path(tmp_path, "ct").open("a") as f:
+    append_curve_point(tmp_path, "ct", 0, {"a": 1.0})
+    with curve_path(tmp_path, "ct").open("a") as f:
         f.write('{"step": 2, "a"')  # killed mid-write
-    reporting.append_curve_point(tmp_path, "ct", 2, {"a": 3.0})
-    assert reporting.read_curve(tmp_path, "ct") == [{"step": 0, "a": 1.0}, {"step": 2, "a": 3.0}]
+    append_curve_point(tmp_path, "ct", 2, {"a": 3.0})
+    assert read_curve(tmp_path, "ct") == [{"step": 0, "a": 1.0}, {"step": 2, "a": 3.0}]
 
 
 # Tiny real runs of stage 1 --------------------------------------------------------------
@@ -204,14 +206,14 @@ def test_paused_run_resumes_to_the_uninterrupted_parameters_and_curve(uninterrup
     assert (paused.value.stage, paused.value.step, paused.value.total_steps) == ("mcqvae", 4, 6)
     assert saved_steps(tmp_path) == [3, 4]  # the periodic one and the pause's
     assert not (tmp_path / "results.json").exists()
-    assert [p["step"] for p in reporting.read_curve(tmp_path, "mcqvae")] == [0, 2, 4]
+    assert [p["step"] for p in read_curve(tmp_path, "mcqvae")] == [0, 2, 4]
 
     stages.run(tiny_config(), tmp_path)  # no budget: finishes
     resumed, step = final_params(tmp_path)
     expected, _ = final_params(uninterrupted)
     assert step == 6
     jax.tree.map(np.testing.assert_array_equal, resumed, expected)
-    curve, expected_curve = (reporting.read_curve(w, "mcqvae") for w in (tmp_path, uninterrupted))
+    curve, expected_curve = (read_curve(w, "mcqvae") for w in (tmp_path, uninterrupted))
     assert [p["step"] for p in curve] == [0, 2, 4, 6]
     assert curve == expected_curve
     assert (tmp_path / "figures" / "mcqvae_learning_curve.png").stat().st_size > 0
@@ -222,4 +224,4 @@ def test_stage_does_not_start_when_the_budget_is_already_spent(tmp_path):
         stages.run(tiny_config(), tmp_path, deadline=Deadline(0.5, clock=minute_per_call_clock()))
     assert saved_steps(tmp_path) == []
     assert not (tmp_path / "metrics.jsonl").exists()
-    assert reporting.read_curve(tmp_path, "mcqvae") == []
+    assert read_curve(tmp_path, "mcqvae") == []

@@ -7,7 +7,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from causal_disent.train import checkpoint, stages
+from causal_disent.runs import checkpoint
+from causal_disent.train import stages
 from tests.helpers import tiny_config as tiny_two_stage_config
 
 

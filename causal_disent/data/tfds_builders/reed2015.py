@@ -151,7 +151,7 @@ def resize_rgb(image: np.ndarray) -> Image.Image:
 def _main() -> None:
     import argparse
 
-    from causal_disent.data.tfds_datasets import default_data_dir
+    from causal_disent.data.tfds_reading import default_data_dir
 
     parser = argparse.ArgumentParser(description="Build Cars3D or Sprites (ArrayRecord).")
     parser.add_argument("name", choices=("cars3d", "sprites"))

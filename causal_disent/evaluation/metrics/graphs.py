@@ -1,4 +1,8 @@
-"""Causal-graph metrics (SPEC §5) on adjacency matrices.
+"""Causal-graph metrics on adjacency matrices: the structural Hamming distance
+(Tsamardinos, Brown & Aliferis, "The max-min hill-climbing Bayesian network
+structure learning algorithm", Machine Learning 2006) between a learned and the
+true graph. Whether a learned graph is a DAG, as CausalVAE's causal layer must be,
+is `discovery.graphs.is_acyclic`.
 
 graph[i, j] != 0 means an edge i -> j. The structural Hamming distance only needs
 both graphs to use the same orientation convention, so the transposed convention
@@ -8,6 +12,8 @@ both graphs to use the same orientation convention, so the transposed convention
 from __future__ import annotations
 
 import numpy as np
+
+from causal_disent.discovery.graphs import check_square
 
 
 def structural_hamming_distance(learned: np.ndarray, true: np.ndarray,
@@ -19,7 +25,7 @@ def structural_hamming_distance(learned: np.ndarray, true: np.ndarray,
     counts 1, so a reversed edge counts once (CDT's SHD with
     double_for_anticausal=False). The diagonal (self-loops) is ignored.
     """
-    learned, true = _check_square(learned, "learned"), _check_square(true, "true")
+    learned, true = check_square(learned, "learned"), check_square(true, "true")
     if learned.shape != true.shape:
         raise ValueError(f"learned {learned.shape} and true {true.shape} graphs differ in size")
     if threshold < 0:
@@ -27,28 +33,3 @@ def structural_hamming_distance(learned: np.ndarray, true: np.ndarray,
     differs = (np.abs(learned) > threshold) != (true != 0)
     differs = differs | differs.T  # a pair differs if either direction does
     return int(np.triu(differs, k=1).sum())
-
-
-def is_acyclic(adjacency: np.ndarray, threshold: float = 0.0) -> bool:
-    """Whether the graph of edges |adjacency[i, j]| > threshold has no directed cycle.
-
-    A self-loop (a nonzero diagonal entry) is a cycle. Repeatedly removes the nodes
-    without incoming edges (Kahn); a cycle is what is left when none can be removed.
-    """
-    edges = np.abs(_check_square(adjacency, "adjacency")) > threshold
-    remaining = np.ones(len(edges), bool)
-    while remaining.any():
-        sources = remaining & ~edges[remaining].any(axis=0)
-        if not sources.any():
-            return False
-        remaining &= ~sources
-    return True
-
-
-def _check_square(graph, name: str) -> np.ndarray:
-    graph = np.asarray(graph, np.float64)
-    if graph.ndim != 2 or graph.shape[0] != graph.shape[1]:
-        raise ValueError(f"{name} must be a square [d, d] adjacency matrix, got {graph.shape}")
-    if not np.isfinite(graph).all():
-        raise ValueError(f"{name} has non-finite entries")
-    return graph

@@ -1,4 +1,6 @@
-"""Maximal and total information coefficients (MIC, TIC) for the CausalVAE table.
+"""Maximal and total information coefficients (MIC, TIC) of learned concepts against
+their labels: the metrics of Yang et al., "CausalVAE: Disentangled representation
+learning via neural structural causal models", CVPR 2021, §6.1 and Table 1.
 
 Our numpy port of ApproxMaxMI (Reshef et al., Science 2011, SOM Algorithms 2-5) as
 minepy computes it with est="mic_approx" (minepy does not build on Python 3.11):
@@ -80,7 +82,8 @@ def tic(x: np.ndarray, y: np.ndarray, normalized: bool = True, alpha: float = AL
 
 def concept_mic_tic(concepts: np.ndarray, labels: np.ndarray, alpha: float = ALPHA,
                     clumps_factor: float = CLUMPS_FACTOR) -> dict:
-    """MIC and normalised TIC of each learned concept with its own label (SPEC §2).
+    """MIC and normalised TIC of each learned concept with its own label, as in
+    CausalVAE's Table 1 (Yang et al., CVPR 2021, §6.2).
 
     concepts: [n, C] learned concept values (for k-dim concepts, the mean over the k
     dims); labels: [n, C], concept i matched with label i. Returns "mic" and "tic",

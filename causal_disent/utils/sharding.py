@@ -1,6 +1,6 @@
 """Data parallelism with `jax.jit` over a one-axis mesh: batch sharded, state replicated."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import numpy as np
@@ -55,3 +55,22 @@ def padded_batches(num_items: int, batch_size: int):
     for start in range(0, num_items, batch_size):
         index = np.arange(start, start + batch_size) % num_items
         yield start, index, min(batch_size, num_items - start)
+
+
+def padded_global_batches(num_items: int, batch_size: int, mesh: Mesh | None,
+                          host_rows: Callable[[np.ndarray], dict]):
+    """Every evaluation loop's batches: (start, batch, keep) for each global batch of
+    `batch_size` over `num_items` items.
+
+    `host_rows(index)` returns this host's rows (a dict of arrays) of the items at
+    `index`; `batch` is those rows assembled into batch-sharded arrays over `mesh`
+    (None: left as host arrays, for single-device use), plus "valid" [batch_size]:
+    1.0 for real items, 0.0 for the padding of the last batch, which wraps around to
+    the first items (`padded_batches`). `keep` is the number of real rows, for
+    outputs gathered per row; sums must weight rows by "valid".
+    """
+    local = process_slice(batch_size) if mesh is not None else slice(None)
+    for start, index, keep in padded_batches(num_items, batch_size):
+        valid = (np.arange(batch_size) < keep).astype(np.float32)
+        rows = {**host_rows(index[local]), "valid": valid[local]}
+        yield start, (rows if mesh is None else global_batch(rows, mesh)), keep

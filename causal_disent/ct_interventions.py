@@ -1,29 +1,31 @@
 """Use a trained CT-VAE: apply an action to an image, or tell which action turned X
 into Y.
 
-    from causal_disent import interventions
-    model = interventions.CTVAE.load("workdirs/ctvae_shapes3d_small")
-    chain = interventions.apply_action(model, image, action=3, times=4)  # [5, H, W, ch]
-    probs = interventions.infer_action(model, x, y)                       # [A]
+    from causal_disent import ct_interventions
+    model = ct_interventions.CTVAE.load("workdirs/ctvae_shapes3d_small")
+    chain = ct_interventions.apply_action(model, image, action=3, times=4)  # [5, H, W, ch]
+    probs = ct_interventions.infer_action(model, x, y)                       # [A]
 
 Images are uint8 [H, W, ch] (or batches [B, H, W, ch]) as the dataset renders them.
 Action f increases factor f by one step, F + f decreases it (`model.action_names`).
 """
 
 import dataclasses
-import json
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 
 from causal_disent.data import registry, transitions
 from causal_disent.models.ct_layer import CausalTransition
 from causal_disent.models.mcqvae import MCQVAE
 from causal_disent.objectives import ct as ct_objectives
-from causal_disent.objectives.mcqvae import images_to_unit_range
+from causal_disent.runs import ct as ct_run
+from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.runs.config_file import read_config
+from causal_disent.utils.images import images_to_unit_range
+from causal_disent.utils.sharding import make_data_mesh
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,22 +47,14 @@ class CTVAE:
     @classmethod
     def load(cls, workdir: str | Path) -> "CTVAE":
         """Restores both stages from a run's workdir (its config.json and checkpoints)."""
-        from causal_disent.train import ct_stage, mcqvae_stage  # training-side imports
-        from causal_disent.train.sharding import make_data_mesh
-
         workdir = Path(workdir)
-        config_path = workdir / "config.json"
-        if not config_path.exists():
-            raise FileNotFoundError(
-                f"{config_path} not found: pass the --workdir of a finished CT-VAE run"
-            )
-        config = ml_collections.ConfigDict(json.loads(config_path.read_text()))
+        config = read_config(workdir)
         dataset = registry.dataset_from_config(config.data)
         mesh = make_data_mesh(jax.devices()[:1])
-        mcqvae, mcqvae_params = mcqvae_stage.load_trained(
-            config, ct_stage.mcqvae_workdir(config, workdir), mesh, dataset
+        mcqvae, mcqvae_params = mcqvae_run.load_trained(
+            config, ct_run.mcqvae_workdir(config, workdir), mesh, dataset
         )
-        transition, transition_params = ct_stage.load_trained(config, workdir, mesh, dataset)
+        transition, transition_params = ct_run.load_trained(config, workdir, mesh, dataset)
         return cls(
             mcqvae=mcqvae,
             mcqvae_params=jax.device_get(mcqvae_params),

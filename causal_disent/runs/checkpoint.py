@@ -9,6 +9,7 @@ inside a restore.
 """
 
 import json
+import logging as python_logging
 from pathlib import Path
 
 import orbax.checkpoint as ocp
@@ -135,3 +136,9 @@ def _corrupt(path: Path, error: Exception) -> CheckpointError:
 def _as_json(signature: dict) -> dict:
     # Round-trip so tuples become lists, exactly as the saved JSON reads back.
     return json.loads(json.dumps(signature))
+
+
+def quiet_orbax_info(record: python_logging.LogRecord) -> bool:
+    """A log filter that keeps orbax's per-save INFO lines out of the console;
+    warnings still show."""
+    return record.levelno >= python_logging.WARNING or "orbax" not in record.pathname

@@ -1,0 +1,150 @@
+"""The convolutional VAE shared by the VAE baselines (β-VAE and the later members of
+the family: the loss differs, the network does not).
+
+Sizes are those of the study of Locatello et al., "Challenging Common Assumptions in
+the Unsupervised Learning of Disentangled Representations", ICML 2019 (the encoder /
+decoder table of its appendix), for 64x64 images:
+
+    encoder  4x4 stride-2 convolutions to 32, 32, 64, 64 channels (ReLU) -> dense 256
+             (ReLU) -> dense 2·d: the mean and log-variance of q(z | x)
+    decoder  dense 256 (ReLU) -> dense 4·4·64 (ReLU) -> 4x4 stride-2 transposed
+             convolutions to 64, 32, 32 (ReLU) and to the image's channels: the
+             Bernoulli logits of p(x | z)
+
+The transposed convolutions are models/conv.py's sub-pixel form (same parameters,
+fast on CPU). `encode_to_vector` and `decode_to_image` are these networks with the
+activation left open (CausalVAE's encoder and decoder have the same shape with ELU).
+The sampling of z and the loss are objectives/vae.py's.
+"""
+
+from collections.abc import Callable, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from causal_disent.models.conv import downsample_stack, upsample_stack
+
+
+def check_vae_config(model_config, image_shape) -> None:
+    """Raises ValueError naming the first field of `model_config` (the section
+    `vae.model`, or a VAE) that cannot build a model for images of `image_shape`
+    (H, W, ch)."""
+    for name in ("num_latents", "encoder_hidden", "decoder_hidden"):
+        if getattr(model_config, name) < 1:
+            raise ValueError(f"vae.model.{name} must be positive, got "
+                             f"{getattr(model_config, name)}")
+    height, width, _ = image_shape
+    for name in ("encoder_widths", "decoder_widths"):
+        widths = tuple(getattr(model_config, name))
+        if not widths or min(widths) < 1:
+            raise ValueError(f"vae.model.{name} must name at least one width, all positive; "
+                             f"got {widths}")
+        scale = 2 ** len(widths)
+        if height % scale or width % scale:
+            raise ValueError(
+                f"vae.model.{name} has {len(widths)} stride-2 layers, so the images' height "
+                f"and width must be divisible by {scale}; got {height}x{width}"
+            )
+
+
+def encode_to_vector(images: jax.Array, widths: Sequence[int], hidden: int, width: int,
+                     activation: Callable[[jax.Array], jax.Array]) -> jax.Array:
+    """Images [B, H, W, ch] -> [B, width]: `downsample_stack` to `widths`, then an MLP
+    (one `hidden` layer) on the flattened map, each layer but the last followed by
+    `activation`. Called inside a compact `__call__` (layers down0.., hidden,
+    to_latent)."""
+    x = downsample_stack(images, widths, activation)
+    x = activation(nn.Dense(hidden, name="hidden")(x.reshape(x.shape[0], -1)))
+    return nn.Dense(width, name="to_latent")(x)
+
+
+def decode_to_image(latents: jax.Array, widths: Sequence[int], hidden: int,
+                    image_shape: tuple[int, int, int],
+                    activation: Callable[[jax.Array], jax.Array]) -> jax.Array:
+    """Latents [B, d] -> [B, H, W, ch] (no output activation): an MLP (one `hidden`
+    layer) to a [H/2^n, W/2^n, widths[0]] map, n = len(widths), then `upsample_stack`
+    to widths[1:] and the image's channels; `activation` after every layer but the
+    last. Called inside a compact `__call__` (layers hidden, to_map, up0.., to_image)."""
+    scale = 2 ** len(widths)
+    map_shape = (image_shape[0] // scale, image_shape[1] // scale, widths[0])
+    x = activation(nn.Dense(hidden, name="hidden")(latents))
+    x = activation(nn.Dense(int(np.prod(map_shape)), name="to_map")(x))
+    return upsample_stack(x.reshape(x.shape[0], *map_shape), widths[1:], image_shape[-1],
+                          activation)
+
+
+class GaussianEncoder(nn.Module):
+    """Images [B, H, W, ch] in [0, 1] -> (mean, log-variance) of q(z | x), each [B, d]."""
+
+    widths: Sequence[int]
+    hidden: int
+    num_latents: int
+
+    @nn.compact
+    def __call__(self, images: jax.Array) -> tuple[jax.Array, jax.Array]:
+        posterior = encode_to_vector(images, self.widths, self.hidden, 2 * self.num_latents,
+                                     nn.relu)
+        mean, log_variance = jnp.split(posterior, 2, axis=-1)
+        return mean, log_variance
+
+
+class BernoulliDecoder(nn.Module):
+    """Latents [B, d] -> Bernoulli logits [B, H, W, ch] (`decode_to_image`, ReLU)."""
+
+    widths: Sequence[int]
+    hidden: int
+    image_shape: tuple[int, int, int]
+
+    @nn.compact
+    def __call__(self, latents: jax.Array) -> jax.Array:
+        return decode_to_image(latents, self.widths, self.hidden, self.image_shape, nn.relu)
+
+
+class VAE(nn.Module):
+    """A Gaussian-posterior, Bernoulli-likelihood VAE with a N(0, I) prior.
+
+    Every field but `image_shape` (the images') is a key of the config section
+    `vae.model`, which holds their values; `check_vae_config` checks them when the
+    module is constructed.
+    """
+
+    num_latents: int
+    encoder_widths: Sequence[int]
+    encoder_hidden: int
+    decoder_widths: Sequence[int]
+    decoder_hidden: int
+    image_shape: tuple[int, int, int]
+
+    def __post_init__(self):
+        check_vae_config(self, self.image_shape)
+        super().__post_init__()
+
+    def setup(self):
+        self.encoder = GaussianEncoder(self.encoder_widths, self.encoder_hidden,
+                                       self.num_latents)
+        self.decoder = BernoulliDecoder(self.decoder_widths, self.decoder_hidden,
+                                        tuple(self.image_shape))
+
+    def encode(self, images: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Images [B, H, W, ch] in [0, 1] -> (mean, log-variance), each [B, d]."""
+        if images.ndim != 4 or tuple(images.shape[1:]) != tuple(self.image_shape):
+            raise ValueError(f"images must be [B, {', '.join(map(str, self.image_shape))}] "
+                             f"floats in [0, 1]; got shape {images.shape}")
+        return self.encoder(images)
+
+    def decode(self, latents: jax.Array) -> jax.Array:
+        """Latents [B, d] -> Bernoulli logits [B, H, W, ch]."""
+        if latents.ndim != 2 or latents.shape[-1] != self.num_latents:
+            raise ValueError(f"latents must be [B, {self.num_latents}]; got shape "
+                             f"{latents.shape}")
+        return self.decoder(latents)
+
+    def __call__(self, images: jax.Array) -> dict[str, jax.Array]:
+        """The deterministic pass (z = the posterior mean), for evaluation and figures:
+        {mean, log_variance [B, d], logits, reconstruction = σ(logits) [B, H, W, ch]}."""
+        mean, log_variance = self.encode(images)
+        logits = self.decode(mean)
+        return {"mean": mean, "log_variance": log_variance, "logits": logits,
+                "reconstruction": jax.nn.sigmoid(logits)}

@@ -1,0 +1,41 @@
+"""A run's config: written to WORKDIR/config.json when the run starts, read back by
+whatever uses the run later (evaluation, the CT-VAE and CausalVAE interventions, a
+compared run)."""
+
+import json
+from pathlib import Path
+
+import ml_collections
+
+
+class RunConfigError(ValueError):
+    """WORKDIR/config.json is missing or unreadable; the message names the fix."""
+
+
+def write_config(workdir: Path, config: ml_collections.ConfigDict) -> None:
+    (Path(workdir) / "config.json").write_text(config.to_json_best_effort(indent=2) + "\n")
+
+
+def read_config(workdir: str | Path) -> ml_collections.ConfigDict:
+    """The config the run saved, with JSON lists read back as tuples (as configs
+    write sequences)."""
+    path = Path(workdir) / "config.json"
+    if not path.exists():
+        raise RunConfigError(
+            f"{path} not found: pass the --workdir of a run of causal_disent.main "
+            f"(it writes config.json there)"
+        )
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise RunConfigError(f"{path} is not valid JSON ({error}); was the run's workdir "
+                             f"overwritten?") from error
+    return ml_collections.ConfigDict(_lists_to_tuples(raw))
+
+
+def _lists_to_tuples(value):
+    if isinstance(value, dict):
+        return {key: _lists_to_tuples(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return tuple(_lists_to_tuples(item) for item in value)
+    return value

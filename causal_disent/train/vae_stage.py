@@ -1,0 +1,79 @@
+"""Stage `vae`: trains a model of the VAE family (models/vae.py with the loss
+`vae.objective.name` of objectives/vae.py, e.g. β-VAE) on a dataset's training
+images, then scores its reconstructions and its latents' KL on the test split.
+
+Training: Adam at a constant learning rate on batches of training images, the
+objective's randomness (the reparameterised sample) drawn from fold_in(key, step).
+Results go to WORKDIR/results.json under "vae", the figure of test images and their
+reconstructions to WORKDIR/figures/vae_reconstructions.png.
+"""
+
+import functools
+from pathlib import Path
+
+import jax
+import ml_collections
+from jax.sharding import Mesh
+
+from causal_disent import models
+from causal_disent.data import registry
+from causal_disent.evaluation import vae_evaluation
+from causal_disent.objectives.vae import bind_loss, check_objective_config
+from causal_disent.runs import vae as vae_run
+from causal_disent.train import image_stages, runner
+from causal_disent.train.state import train_step
+from causal_disent.utils.sharding import check_batch_divisible
+
+STAGE = vae_run.STAGE
+
+
+def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> None:
+    """Checks this stage's config before anything compiles; ValueError naming the
+    field."""
+    del workdir  # the stage needs nothing in it
+    cfg = config.vae
+    models.check_vae_config(cfg.model, registry.dataset_from_config(config.data).image_shape)
+    check_objective_config(cfg.objective)
+    optim = cfg.optim
+    if optim.learning_rate <= 0 or optim.eps <= 0:
+        raise ValueError("vae.optim needs learning_rate > 0 and eps > 0")
+    if not (0 <= optim.b1 < 1 and 0 <= optim.b2 < 1):
+        raise ValueError("vae.optim needs 0 <= b1 < 1 and 0 <= b2 < 1 (Adam's decay rates)")
+    if cfg.train.num_steps < 1:
+        raise ValueError(f"vae.train.num_steps must be positive, got {cfg.train.num_steps}")
+    check_batch_divisible(optim.batch_size, mesh, "vae.optim.batch_size")
+    check_batch_divisible(cfg.train.eval_batch_size, mesh, "vae.train.eval_batch_size")
+
+
+def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
+    """Trains (or resumes), evaluates on the test split, writes the figure and the
+    results; returns the results dict."""
+    cfg = config.vae
+    dataset, split, batcher = image_stages.training_data(config, cfg.optim.batch_size)
+    model = vae_run.build_model(config, dataset)
+    init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
+    steps = {cfg.objective.name: functools.partial(
+        train_step, loss_fn=bind_loss(cfg.objective, model))}
+
+    def plan(first_step: int) -> runner.Plan:
+        return runner.Plan(image_stages.image_training(
+            steps, dataset, batcher, first_step, cfg.train.num_steps,
+            cfg.train.prefetch_batches, train_rng))
+
+    def finish(state) -> dict:
+        def evaluate(indices):
+            return {"objective": cfg.objective.to_dict(),
+                    **vae_evaluation.evaluate_vae(model, state.params, dataset, indices, mesh,
+                                                  cfg.train.eval_batch_size)}
+
+        return image_stages.evaluate_on_test(
+            STAGE, evaluate, model, state.params, dataset, split["test"],
+            cfg.train.num_eval_images, workdir)
+
+    return runner.run_stage(runner.Stage(
+        name=STAGE, signature=vae_run.signature(config), train_config=cfg.train,
+        create_state=functools.partial(vae_run.create_state, model, dataset.image_shape,
+                                       init_rng, vae_run.optimizer(cfg.optim)),
+        total_steps=cfg.train.num_steps, global_batch_size=cfg.optim.batch_size,
+        plan=plan, finish=finish,  # constant learning rate: cfg.optim.learning_rate
+    ), workdir, mesh)

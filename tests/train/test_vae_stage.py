@@ -1,0 +1,123 @@
+"""The `vae` stage (β-VAE): one step is an Adam step on the bound loss, a tiny run end
+to end (results, figure, rerun skipped), its metric card, and bad configs refused
+before compiling. Tiny networks (configs/betavae_dsprites_synth.py:tiny)."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from causal_disent.data import registry
+from causal_disent.evaluation import vae_evaluation
+from causal_disent.objectives.vae import bind_loss
+from causal_disent.runs import vae as vae_run
+from causal_disent.train import image_stages, runner, stages
+from causal_disent.train.state import train_step
+from configs import betavae_dsprites_synth
+
+
+def tiny_config():
+    return betavae_dsprites_synth.get_config("tiny")
+
+
+def test_one_step_is_an_adam_step_on_the_bound_beta_vae_loss():
+    config = tiny_config()
+    dataset = registry.dataset_from_config(config.data)
+    model = vae_run.build_model(config, dataset)
+    state = vae_run.create_state(model, dataset.image_shape, jax.random.key(0),
+                                 vae_run.optimizer(config.vae.optim))
+    batch = {"image": dataset.images(np.arange(4))}
+    loss_fn = bind_loss(config.vae.objective, model)
+    new_state, metrics = jax.jit(lambda s, b, r: train_step(s, b, r, loss_fn=loss_fn))(
+        state, batch, jax.random.key(1))
+    # The step's sample is drawn from fold_in(rng, step).
+    (loss, terms), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+        state.params, batch, jax.random.fold_in(jax.random.key(1), 0))
+    np.testing.assert_allclose(metrics["loss"], loss, rtol=1e-5)
+    np.testing.assert_allclose(metrics["kl_per_latent"], terms["kl_per_latent"], rtol=1e-5)
+    lr, eps = config.vae.optim.learning_rate, config.vae.optim.eps
+    # Adam's first step from zero moments is −lr·g / (|g| + eps).
+    expected = jax.tree.map(lambda p, g: p - lr * g / (np.abs(g) + eps), state.params, grads)
+    jax.tree.map(lambda new, want: np.testing.assert_allclose(new, want, atol=1e-7),
+                 new_state.params, expected)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("vae")
+    return workdir, stages.run(tiny_config(), workdir)
+
+
+def test_tiny_end_to_end_run_writes_results_and_figure(tiny_run):
+    workdir, results = tiny_run
+    saved = json.loads((workdir / "results.json").read_text())["vae"]
+    assert saved == json.loads(json.dumps(results["vae"]))
+    assert saved["steps"] == 4 and saved["num_images"] == 20
+    assert saved["objective"] == {"name": "beta_vae", "beta": 4.0}
+    for key in ("test_bce", "test_mse", "test_kl"):
+        assert np.isfinite(saved[key]), key
+    assert 0 <= saved["test_mse"] <= 1 and saved["test_bce"] > 0
+    assert len(saved["test_kl_per_latent"]) == 3
+    np.testing.assert_allclose(sum(saved["test_kl_per_latent"]), saved["test_kl"], atol=1e-3)
+    assert (workdir / "figures" / "vae_reconstructions.png").stat().st_size > 0
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2, 3, 4]
+    for row in rows:
+        assert {"loss", "reconstruction", "kl", "kl_per_latent", "elbo"} <= set(row)
+        assert np.isfinite(row["loss"])
+
+
+def test_finished_run_is_skipped_on_rerun(tiny_run, monkeypatch):
+    workdir, results = tiny_run
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("a finished stage was trained or evaluated again")
+
+    monkeypatch.setattr(runner, "fit", must_not_run)
+    monkeypatch.setattr(vae_evaluation, "evaluate_vae", must_not_run)
+    monkeypatch.setattr(image_stages.reconstruction, "save_reconstruction_figure",
+                        must_not_run)
+    again = stages.run(tiny_config(), workdir)
+    assert again["vae"] == json.loads(json.dumps(results["vae"]))
+
+
+def test_metric_card_of_a_trained_run(tiny_run):
+    from causal_disent.evaluation import card, representations, trained_runs
+
+    workdir, _ = tiny_run
+    run = trained_runs.open_run(workdir, stages.make_data_mesh(), batch_size=8)
+    assert run.family == "vae" and list(run.representations) == ["encoder_mean"]
+    images = run.dataset.images(np.arange(3))
+    codes = run.representations["encoder_mean"](images)
+    model, params = vae_run.load_trained(run.config, workdir, stages.make_data_mesh(),
+                                         run.dataset)
+    mean, _ = model.apply({"params": params}, images / 255.0, method=model.encode)
+    np.testing.assert_allclose(codes, mean, rtol=1e-5, atol=1e-6)
+    cached = representations.CachedCodes(run.dataset, run.representations["encoder_mean"])
+    scored = card.metric_card(run.dataset, cached, ["mig"], num_samples=30)
+    assert set(scored["metrics"]) == {"mig"}
+    assert run.causal_scores() == {}
+
+
+def test_negative_beta_is_refused_before_compiling(tmp_path):
+    config = tiny_config()
+    config.vae.objective.beta = -1.0
+    with pytest.raises(stages.InvalidRunError, match="vae.objective.beta must be >= 0"):
+        stages.run(config, tmp_path)
+    assert not (tmp_path / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("override, message", [
+    (lambda c: setattr(c.vae.model, "num_latents", 0), "vae.model.num_latents must be positive"),
+    (lambda c: setattr(c.vae.model, "encoder_widths", (4,) * 7),
+     "vae.model.encoder_widths has 7 stride-2 layers.*divisible by 128; got 64x64"),
+    (lambda c: setattr(c.vae.objective, "name", "betavae"), "vae.objective.name 'betavae'"),
+    (lambda c: setattr(c.vae.optim, "b2", 1.0), "0 <= b2 < 1"),
+    (lambda c: setattr(c.vae.train, "num_steps", 0), "vae.train.num_steps must be positive"),
+])
+def test_bad_config_fails_before_compiling(override, message, tmp_path):
+    config = tiny_config()
+    override(config)
+    with pytest.raises(stages.InvalidRunError, match=message):
+        stages.validate(config, tmp_path, stages.make_data_mesh())

@@ -14,13 +14,21 @@ N(μ, diag σ²), a N(0, I) prior and Bernoulli pixels:
 β-VAE (Higgins et al., "β-VAE: Learning Basic Visual Concepts with a Constrained
 Variational Framework", ICLR 2017, Eq. 4) minimises reconstruction + β·KL; β = 1 is
 the VAE. Terms are batch means of per-image sums, so they are in nats per image.
+AnnealedVAE, β-TCVAE and DIP-VAE-I/-II follow disentanglement_lib, the code of the
+study of Locatello et al., "Challenging Common Assumptions in the Unsupervised
+Learning of Disentangled Representations", ICML 2019, which trained them all on
+models/vae.py's network.
 
-A later model of the family (AnnealedVAE, β-TCVAE, DIP-VAE, ...) is a loss with the
-signature below plus one line in `LOSSES`.
+A model of the family is a loss `loss(params, batch, rng, *, model, **weights)` plus
+one line in `LOSSES`. Its keyword-only arguments are the config's weights, but for
+`CONTEXT_ARGUMENTS`: `model`, and what the stage supplies to a loss that declares it,
+`step` (the train state's step, bound at every step by train/vae_stage.py) and
+`dataset_size` (the training split's size, bound by `bind_loss`).
 """
 
 import functools
 import inspect
+import math
 from collections.abc import Callable, Mapping
 
 import flax.linen as nn
@@ -81,15 +89,150 @@ def beta_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module
     return metrics["reconstruction"] + beta * metrics["kl"], metrics
 
 
+def annealed_capacity(step: jax.Array, c_max: float, iteration_threshold: int) -> jax.Array:
+    """The AnnealedVAE's capacity C = c_max·min(1, step / iteration_threshold), rising
+    linearly from 0 to c_max (at once when iteration_threshold is 0)."""
+    if iteration_threshold == 0:
+        return jnp.asarray(c_max, jnp.float32)
+    return jnp.minimum(c_max, c_max * step / iteration_threshold)
+
+
+def annealed_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
+                      gamma: float, c_max: float, iteration_threshold: int,
+                      step: jax.Array) -> tuple[jax.Array, dict]:
+    """AnnealedVAE (Burgess et al., "Understanding disentangling in β-VAE", 2018, the
+    section "Improving disentangling in β-VAE with controlled capacity increase"):
+    reconstruction + γ·|KL − C|, the batch-mean KL pulled to a capacity C that grows
+    with the training step (`annealed_capacity`). Also reports `capacity`."""
+    metrics = elbo_metrics(sampled_terms(params, batch, rng, model))
+    capacity = annealed_capacity(step, c_max, iteration_threshold)
+    loss = metrics["reconstruction"] + gamma * jnp.abs(metrics["kl"] - capacity)
+    return loss, {**metrics, "capacity": capacity}
+
+
+def gaussian_log_density(samples: jax.Array, mean: jax.Array,
+                         log_variance: jax.Array) -> jax.Array:
+    """log N(sample; μ, σ²) elementwise, broadcasting its three arguments."""
+    return -0.5 * (math.log(2.0 * math.pi) + log_variance
+                   + (samples - mean) ** 2 * jnp.exp(-log_variance))
+
+
+def minibatch_weighted_kl_decomposition(terms: dict, dataset_size: int) -> dict:
+    """The per-image KL estimate log q(z_i | x_i) − log p(z_i) split as index-code MI
+    + total correlation (TC) + dimension-wise KL (Chen et al., "Isolating Sources of
+    Disentanglement in Variational Autoencoders", NeurIPS 2018, §3), each [B]:
+
+      mi                 log q(z_i | x_i) − log q(z_i)
+      tc                 log q(z_i) − Σ_k log q(z_ik)
+      dimension_wise_kl  Σ_k log q(z_ik) − Σ_k log p(z_ik)
+
+    with the aggregate posterior's densities by minibatch-weighted sampling (ibid.
+    §3.1), over the batch's M images and a dataset of N: log q(z_i) ≈ logsumexp_j
+    log q(z_i | x_j) − log(N·M), and log q(z_ik) likewise per latent. The three sum
+    to the KL estimate whatever N. N shifts them by constants (MI by log N, TC by
+    (d − 1)·log N, the dimension-wise KL by −d·log N; no gradient): with N = 1,
+    q(z) is the batch's own mixture (1/M)·Σ_j q(z | x_j), under which a factorised
+    posterior has TC ≈ 0; the dataset's N > 1 adds the estimator's known bias. Inside
+    a jitted loss with the batch sharded the batch axis is the global batch, so the
+    estimate is over the global batch."""
+    z, mean, log_variance = terms["z"], terms["mean"], terms["log_variance"]
+    # [i, j, k]: log q(z_ik | x_j), every sample under every image's posterior.
+    log_q_pairs = gaussian_log_density(z[:, None, :], mean[None], log_variance[None])
+    log_normaliser = math.log(dataset_size * z.shape[0])
+    log_q_z = jax.nn.logsumexp(jnp.sum(log_q_pairs, axis=2), axis=1) - log_normaliser
+    log_q_product = jnp.sum(jax.nn.logsumexp(log_q_pairs, axis=1) - log_normaliser, axis=1)
+    log_q_z_given_x = jnp.sum(gaussian_log_density(z, mean, log_variance), axis=1)
+    log_prior = jnp.sum(gaussian_log_density(z, 0.0, 0.0), axis=1)
+    return {"mi": log_q_z_given_x - log_q_z, "tc": log_q_z - log_q_product,
+            "dimension_wise_kl": log_q_product - log_prior}
+
+
+def beta_tc_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
+                     beta: float, dataset_size: int) -> tuple[jax.Array, dict]:
+    """β-TCVAE (Chen et al., NeurIPS 2018, §3.2) as disentanglement_lib writes it: the
+    VAE loss (reconstruction + analytic KL) + (β − 1)·TC, which weighs the TC inside
+    the KL by β and leaves its MI and dimension-wise KL at 1; TC by minibatch-weighted
+    sampling over the (global) batch and the training split's `dataset_size` images
+    (`minibatch_weighted_kl_decomposition`). β = 1 is the VAE. Also reports the batch
+    means of mi, tc and dimension_wise_kl."""
+    terms = sampled_terms(params, batch, rng, model)
+    metrics = elbo_metrics(terms)
+    decomposition = {name: jnp.mean(value) for name, value in
+                     minibatch_weighted_kl_decomposition(terms, dataset_size).items()}
+    loss = metrics["reconstruction"] + metrics["kl"] + (beta - 1.0) * decomposition["tc"]
+    return loss, {**metrics, **decomposition}
+
+
+def encoder_mean_covariance(mean: jax.Array) -> jax.Array:
+    """Cov_p(x)[μ(x)] over the batch, [B, d] -> [d, d] (divided by B)."""
+    centred = mean - jnp.mean(mean, axis=0)
+    return centred.T @ centred / mean.shape[0]
+
+
+def aggregate_posterior_covariance(mean: jax.Array, log_variance: jax.Array) -> jax.Array:
+    """Cov_q(z)[z] = Cov_p(x)[μ(x)] + E_p(x)[diag σ²(x)] over the batch, [d, d]."""
+    return encoder_mean_covariance(mean) + jnp.diag(jnp.mean(jnp.exp(log_variance), axis=0))
+
+
+def dip_regularised_loss(terms: dict, covariance: jax.Array, lambda_od: float,
+                         lambda_d_factor: float) -> tuple[jax.Array, dict]:
+    """DIP-VAE (Kumar et al., "Variational Inference of Disentangled Latent Concepts
+    from Unlabeled Observations", ICLR 2018, §3): the VAE loss + λ_od·Σ_{i≠j} Cov_ij²
+    + λ_d·Σ_i (Cov_ii − 1)², λ_d = lambda_d_factor·λ_od, pulling `covariance` to the
+    identity. Also reports the two unweighted sums, off_diagonal_penalty and
+    diagonal_penalty."""
+    metrics = elbo_metrics(terms)
+    diagonal = jnp.diagonal(covariance)
+    off_diagonal_penalty = jnp.sum((covariance - jnp.diag(diagonal)) ** 2)
+    diagonal_penalty = jnp.sum((diagonal - 1.0) ** 2)
+    loss = (metrics["reconstruction"] + metrics["kl"] + lambda_od * off_diagonal_penalty
+            + lambda_d_factor * lambda_od * diagonal_penalty)
+    return loss, {**metrics, "off_diagonal_penalty": off_diagonal_penalty,
+                  "diagonal_penalty": diagonal_penalty}
+
+
+def dip_vae_i_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
+                   lambda_od: float, lambda_d_factor: float) -> tuple[jax.Array, dict]:
+    """DIP-VAE-I: `dip_regularised_loss` on the encoder means' covariance."""
+    terms = sampled_terms(params, batch, rng, model)
+    return dip_regularised_loss(terms, encoder_mean_covariance(terms["mean"]), lambda_od,
+                                lambda_d_factor)
+
+
+def dip_vae_ii_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
+                    lambda_od: float, lambda_d_factor: float) -> tuple[jax.Array, dict]:
+    """DIP-VAE-II: `dip_regularised_loss` on the aggregate posterior's covariance."""
+    terms = sampled_terms(params, batch, rng, model)
+    covariance = aggregate_posterior_covariance(terms["mean"], terms["log_variance"])
+    return dip_regularised_loss(terms, covariance, lambda_od, lambda_d_factor)
+
+
 # name (config.vae.objective.name) -> loss(params, batch, rng, *, model, **weights)
-LOSSES: dict[str, Callable] = {"beta_vae": beta_vae_loss}
+LOSSES: dict[str, Callable] = {
+    "beta_vae": beta_vae_loss,
+    "annealed_vae": annealed_vae_loss,
+    "beta_tc_vae": beta_tc_vae_loss,
+    "dip_vae_i": dip_vae_i_loss,
+    "dip_vae_ii": dip_vae_ii_loss,
+}
+
+# A loss's keyword-only arguments that are not config weights: the model, and what
+# the stage knows (the training step, the training split's number of images).
+CONTEXT_ARGUMENTS = ("model", "step", "dataset_size")
+
+
+def takes_argument(loss: Callable, name: str) -> bool:
+    """Whether `loss` (a `LOSSES` entry or a bound loss) declares the argument `name`."""
+    return name in inspect.signature(loss).parameters
 
 
 def loss_weight_names(name: str) -> tuple[str, ...]:
-    """The keyword weights of loss `name` (its keyword-only arguments but `model`)."""
+    """The keyword weights of loss `name` (its keyword-only arguments but
+    `CONTEXT_ARGUMENTS`)."""
     parameters = inspect.signature(LOSSES[name]).parameters.values()
     return tuple(p.name for p in parameters
-                 if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "model")
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY
+                 and p.name not in CONTEXT_ARGUMENTS)
 
 
 def check_objective_config(objective: Mapping) -> None:
@@ -112,9 +255,18 @@ def check_objective_config(objective: Mapping) -> None:
             raise ValueError(f"vae.objective.{key} must be >= 0, got {objective[key]}")
 
 
-def bind_loss(objective: Mapping, model: nn.Module) -> Callable:
+def bind_loss(objective: Mapping, model: nn.Module, *,
+              dataset_size: int | None = None) -> Callable:
     """loss(params, batch, rng) -> (scalar, metrics) of `objective` (the section
-    `vae.objective`) for `model`, as `train.state.train_step` takes it."""
+    `vae.objective`) for `model`, as `train.state.train_step` takes it, with
+    `dataset_size` (the training split's number of images) bound if the loss declares
+    it. A loss that declares `step` still needs it at each call (train/vae_stage.py)."""
     check_objective_config(objective)
-    weights = {key: objective[key] for key in loss_weight_names(objective["name"])}
-    return functools.partial(LOSSES[objective["name"]], model=model, **weights)
+    name = objective["name"]
+    weights = {key: objective[key] for key in loss_weight_names(name)}
+    if takes_argument(LOSSES[name], "dataset_size"):
+        if dataset_size is None or dataset_size < 1:
+            raise ValueError(f"the {name!r} loss needs the training split's size "
+                             f"(dataset_size >= 1), got {dataset_size}")
+        weights["dataset_size"] = dataset_size
+    return functools.partial(LOSSES[name], model=model, **weights)

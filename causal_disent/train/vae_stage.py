@@ -3,7 +3,9 @@
 images, then scores its reconstructions and its latents' KL on the test split.
 
 Training: Adam at a constant learning rate on batches of training images, the
-objective's randomness (the reparameterised sample) drawn from fold_in(key, step).
+objective's randomness (the reparameterised sample) drawn from fold_in(key, step). A
+loss that declares `step` (AnnealedVAE) gets the train state's step, one that declares
+`dataset_size` (β-TCVAE) the training split's number of images.
 Results go to WORKDIR/results.json under "vae", the figure of test images and their
 reconstructions to WORKDIR/figures/vae_reconstructions.png.
 """
@@ -18,13 +20,21 @@ from jax.sharding import Mesh
 from causal_disent import models
 from causal_disent.data import registry
 from causal_disent.evaluation import vae_evaluation
-from causal_disent.objectives.vae import bind_loss, check_objective_config
+from causal_disent.objectives.vae import bind_loss, check_objective_config, takes_argument
 from causal_disent.runs import vae as vae_run
 from causal_disent.train import image_stages, runner
 from causal_disent.train.state import train_step
 from causal_disent.utils.sharding import check_batch_divisible
 
 STAGE = vae_run.STAGE
+
+
+def vae_train_step(state, batch: dict, rng: jax.Array, *, loss_fn) -> tuple:
+    """`train_step` on `loss_fn`, with `step=state.step` bound first if the loss
+    declares it: a loss's schedule reads the step from the state, never the batch."""
+    if takes_argument(loss_fn, "step"):
+        loss_fn = functools.partial(loss_fn, step=state.step)
+    return train_step(state, batch, rng, loss_fn=loss_fn)
 
 
 def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> None:
@@ -52,8 +62,8 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     dataset, split, batcher = image_stages.training_data(config, cfg.optim.batch_size)
     model = vae_run.build_model(config, dataset)
     init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
-    steps = {cfg.objective.name: functools.partial(
-        train_step, loss_fn=bind_loss(cfg.objective, model))}
+    loss_fn = bind_loss(cfg.objective, model, dataset_size=len(split["train"]))
+    steps = {cfg.objective.name: functools.partial(vae_train_step, loss_fn=loss_fn)}
 
     def plan(first_step: int) -> runner.Plan:
         return runner.Plan(image_stages.image_training(

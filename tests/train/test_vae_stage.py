@@ -1,10 +1,12 @@
 """The `vae` stage (β-VAE): one step is an Adam step on the bound loss, a tiny run end
 to end (results, figure, rerun skipped), its metric card, and bad configs refused
-before compiling. Tiny networks (configs/betavae_dsprites_synth.py:tiny)."""
+before compiling; the later models' step (AnnealedVAE's step from the state) and a
+tiny β-TCVAE run. Tiny networks (configs/*_dsprites_synth.py:tiny)."""
 
 import json
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -12,9 +14,9 @@ from causal_disent.data import registry
 from causal_disent.evaluation import vae_evaluation
 from causal_disent.objectives.vae import bind_loss
 from causal_disent.runs import vae as vae_run
-from causal_disent.train import image_stages, runner, stages
+from causal_disent.train import image_stages, runner, stages, vae_stage
 from causal_disent.train.state import train_step
-from configs import betavae_dsprites_synth
+from configs import annealedvae_dsprites_synth, betatcvae_dsprites_synth, betavae_dsprites_synth
 
 
 def tiny_config():
@@ -121,3 +123,44 @@ def test_bad_config_fails_before_compiling(override, message, tmp_path):
     override(config)
     with pytest.raises(stages.InvalidRunError, match=message):
         stages.validate(config, tmp_path, stages.make_data_mesh())
+
+
+def tiny_state_and_batch(config):
+    dataset = registry.dataset_from_config(config.data)
+    model = vae_run.build_model(config, dataset)
+    state = vae_run.create_state(model, dataset.image_shape, jax.random.key(0),
+                                 vae_run.optimizer(config.vae.optim))
+    return model, state, {"image": dataset.images(np.arange(4))}
+
+
+def test_vae_train_step_is_train_step_for_a_loss_without_step():
+    config = tiny_config()
+    model, state, batch = tiny_state_and_batch(config)
+    loss_fn = bind_loss(config.vae.objective, model)
+    ours = vae_stage.vae_train_step(state, batch, jax.random.key(1), loss_fn=loss_fn)
+    plain = train_step(state, batch, jax.random.key(1), loss_fn=loss_fn)
+    jax.tree.map(np.testing.assert_array_equal, ours, plain)
+
+
+@pytest.mark.parametrize("step, capacity", [(0, 0.0), (5, 12.5), (20, 25.0)])
+def test_annealed_vae_step_reads_the_step_from_the_state(step, capacity):
+    config = annealedvae_dsprites_synth.get_config("tiny")
+    config.vae.objective.iteration_threshold = 10
+    model, state, batch = tiny_state_and_batch(config)
+    loss_fn = bind_loss(config.vae.objective, model)
+    run_step = jax.jit(lambda s, b, r: vae_stage.vae_train_step(s, b, r, loss_fn=loss_fn))
+    _, metrics = run_step(state.replace(step=jnp.int32(step)), batch,
+                          jax.random.key(1))
+    np.testing.assert_allclose(metrics["capacity"], capacity, rtol=1e-6)
+
+
+def test_tiny_beta_tc_vae_run_end_to_end(tmp_path):
+    results = stages.run(betatcvae_dsprites_synth.get_config("tiny"), tmp_path)["vae"]
+    assert results["objective"] == {"name": "beta_tc_vae", "beta": 6.0}
+    for key in ("test_bce", "test_mse", "test_kl"):
+        assert np.isfinite(results[key]), key
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2, 3, 4]
+    for row in rows:
+        for key in ("loss", "mi", "tc", "dimension_wise_kl"):
+            assert np.isfinite(row[key]), key

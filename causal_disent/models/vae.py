@@ -11,6 +11,10 @@ decoder table of its appendix), for 64x64 images:
              convolutions to 64, 32, 32 (ReLU) and to the image's channels: the
              Bernoulli logits of p(x | z)
 
+FactorVAE adds `LatentDiscriminator`, its network on latent samples (the study's
+MLP: 6 hidden layers of 1000 units, leaky ReLU with slope 0.2, 2 logits); its sizes
+are the config section `vae.discriminator.model`.
+
 The transposed convolutions are models/conv.py's sub-pixel form (same parameters,
 fast on CPU). `encode_to_vector` and `decode_to_image` are these networks with the
 activation left open (CausalVAE's encoder and decoder have the same shape with ELU).
@@ -148,3 +152,36 @@ class VAE(nn.Module):
         logits = self.decode(mean)
         return {"mean": mean, "log_variance": log_variance, "logits": logits,
                 "reconstruction": jax.nn.sigmoid(logits)}
+
+
+def check_discriminator_config(model_config) -> None:
+    """Raises ValueError naming the first field of `model_config` (the section
+    `vae.discriminator.model`, or a LatentDiscriminator) that is not positive."""
+    for name in ("num_hidden_layers", "hidden_units"):
+        if getattr(model_config, name) < 1:
+            raise ValueError(f"vae.discriminator.model.{name} must be positive, got "
+                             f"{getattr(model_config, name)}")
+
+
+class LatentDiscriminator(nn.Module):
+    """FactorVAE's discriminator (Kim & Mnih, "Disentangling by Factorising", ICML
+    2018, §3): latent samples [B, d] -> logits [B, 2] of "drawn from q(z)" (column 0)
+    and "drawn from the product of its marginals" (column 1), by an MLP of
+    `num_hidden_layers` leaky-ReLU layers of `hidden_units`. Its fields are the keys
+    of `vae.discriminator.model`, checked when the module is constructed."""
+
+    num_hidden_layers: int
+    hidden_units: int
+    negative_slope = 0.2  # tf.nn.leaky_relu's, which disentanglement_lib uses
+
+    def __post_init__(self):
+        check_discriminator_config(self)
+        super().__post_init__()
+
+    @nn.compact
+    def __call__(self, latents: jax.Array) -> jax.Array:
+        x = latents
+        for layer in range(self.num_hidden_layers):
+            x = nn.leaky_relu(nn.Dense(self.hidden_units, name=f"hidden{layer}")(x),
+                              negative_slope=self.negative_slope)
+        return nn.Dense(2, name="logits")(x)

@@ -22,8 +22,10 @@ models/vae.py's network.
 A model of the family is a loss `loss(params, batch, rng, *, model, **weights)` plus
 one line in `LOSSES`. Its keyword-only arguments are the config's weights, but for
 `CONTEXT_ARGUMENTS`: `model`, and what the stage supplies to a loss that declares it,
-`step` (the train state's step, bound at every step by train/vae_stage.py) and
-`dataset_size` (the training split's size, bound by `bind_loss`).
+`step` (the train state's step, bound at every step by train/vae_stage.py),
+`dataset_size` (the training split's size, bound by `bind_loss`) and `discriminator`
+(FactorVAE's second network, bound by `bind_loss`; such a loss's params are
+{"vae", "discriminator"}, `needs_discriminator`).
 """
 
 import functools
@@ -36,6 +38,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from causal_disent.objectives.factor_vae import (
+    density_ratio_total_correlation,
+    discriminator_cross_entropy,
+    permute_dims,
+)
 from causal_disent.utils.images import images_to_unit_range
 
 
@@ -207,6 +214,40 @@ def dip_vae_ii_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Modu
     return dip_regularised_loss(terms, covariance, lambda_od, lambda_d_factor)
 
 
+def factor_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
+                    discriminator: nn.Module, gamma: float) -> tuple[jax.Array, dict]:
+    """FactorVAE (Kim & Mnih, "Disentangling by Factorising", ICML 2018, §3) as
+    disentanglement_lib trains it, over params {"vae", "discriminator"}: the sum of
+
+      the VAE's loss            reconstruction + KL + γ·TC, TC by the discriminator
+                                on the sample z (objectives/factor_vae.py), its
+                                parameters held fixed (stop_gradient);
+      the discriminator's loss  the cross-entropy of z (label "joint") against
+                                permute_dims(z) (label "product"), z held fixed.
+
+    Each term depends on its own parameter group only, so the gradient of the sum is
+    each group's gradient of its own loss: one `train_step` updates both networks,
+    each by its own optimiser (runs/vae.stage_optimizer). The sample and the
+    permutation draw from split(rng). Also reports the batch means tc, vae_loss and
+    discriminator_loss."""
+    sample_rng, permute_rng = jax.random.split(rng)
+    terms = sampled_terms(params["vae"], batch, sample_rng, model)
+    metrics = elbo_metrics(terms)
+
+    def discriminate(discriminator_params, latents):
+        return discriminator.apply({"params": discriminator_params}, latents)
+
+    tc = density_ratio_total_correlation(
+        discriminate(jax.lax.stop_gradient(params["discriminator"]), terms["z"]))
+    vae_loss = metrics["reconstruction"] + metrics["kl"] + gamma * tc
+    latents = jax.lax.stop_gradient(terms["z"])
+    discriminator_loss = discriminator_cross_entropy(
+        discriminate(params["discriminator"], latents),
+        discriminate(params["discriminator"], permute_dims(permute_rng, latents)))
+    return vae_loss + discriminator_loss, {**metrics, "tc": tc, "vae_loss": vae_loss,
+                                           "discriminator_loss": discriminator_loss}
+
+
 # name (config.vae.objective.name) -> loss(params, batch, rng, *, model, **weights)
 LOSSES: dict[str, Callable] = {
     "beta_vae": beta_vae_loss,
@@ -214,16 +255,24 @@ LOSSES: dict[str, Callable] = {
     "beta_tc_vae": beta_tc_vae_loss,
     "dip_vae_i": dip_vae_i_loss,
     "dip_vae_ii": dip_vae_ii_loss,
+    "factor_vae": factor_vae_loss,
 }
 
 # A loss's keyword-only arguments that are not config weights: the model, and what
-# the stage knows (the training step, the training split's number of images).
-CONTEXT_ARGUMENTS = ("model", "step", "dataset_size")
+# the stage knows (the training step, the training split's number of images, the
+# discriminator of a loss that trains one).
+CONTEXT_ARGUMENTS = ("model", "step", "dataset_size", "discriminator")
 
 
 def takes_argument(loss: Callable, name: str) -> bool:
     """Whether `loss` (a `LOSSES` entry or a bound loss) declares the argument `name`."""
     return name in inspect.signature(loss).parameters
+
+
+def needs_discriminator(name: str) -> bool:
+    """Whether loss `name` trains a discriminator beside the VAE (FactorVAE): its
+    params are then {"vae", "discriminator"}, and the config has `vae.discriminator`."""
+    return takes_argument(LOSSES[name], "discriminator")
 
 
 def loss_weight_names(name: str) -> tuple[str, ...]:
@@ -255,12 +304,13 @@ def check_objective_config(objective: Mapping) -> None:
             raise ValueError(f"vae.objective.{key} must be >= 0, got {objective[key]}")
 
 
-def bind_loss(objective: Mapping, model: nn.Module, *,
-              dataset_size: int | None = None) -> Callable:
+def bind_loss(objective: Mapping, model: nn.Module, *, dataset_size: int | None = None,
+              discriminator: nn.Module | None = None) -> Callable:
     """loss(params, batch, rng) -> (scalar, metrics) of `objective` (the section
     `vae.objective`) for `model`, as `train.state.train_step` takes it, with
-    `dataset_size` (the training split's number of images) bound if the loss declares
-    it. A loss that declares `step` still needs it at each call (train/vae_stage.py)."""
+    `dataset_size` (the training split's number of images) and `discriminator` bound
+    if the loss declares them. A loss that declares `step` still needs it at each
+    call (train/vae_stage.py)."""
     check_objective_config(objective)
     name = objective["name"]
     weights = {key: objective[key] for key in loss_weight_names(name)}
@@ -269,4 +319,8 @@ def bind_loss(objective: Mapping, model: nn.Module, *,
             raise ValueError(f"the {name!r} loss needs the training split's size "
                              f"(dataset_size >= 1), got {dataset_size}")
         weights["dataset_size"] = dataset_size
+    if needs_discriminator(name):
+        if discriminator is None:
+            raise ValueError(f"the {name!r} loss needs a discriminator")
+        weights["discriminator"] = discriminator
     return functools.partial(LOSSES[name], model=model, **weights)

@@ -1,11 +1,17 @@
 """Stage `vae` (the VAE baselines: β-VAE and the later members of the family) in the
 run format: its checkpoint signature, its model and train state, and loading a
-trained run."""
+trained run.
+
+A loss that trains a discriminator beside the VAE (FactorVAE,
+objectives/vae.needs_discriminator) has a state whose params are {"vae",
+"discriminator"}, each group with its own Adam (`vae.optim`,
+`vae.discriminator.optim`); every other loss's state is the VAE's alone."""
 
 import functools
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import optax
@@ -13,19 +19,36 @@ from flax.training.train_state import TrainState
 from jax.sharding import Mesh
 
 from causal_disent import models
+from causal_disent.models.vae import LatentDiscriminator
+from causal_disent.objectives.vae import needs_discriminator
 from causal_disent.runs.restore import restore_trained_params
 from causal_disent.utils.images import images_to_unit_range
 
 STAGE = "vae"
 
 
+def has_discriminator(config: ml_collections.ConfigDict) -> bool:
+    """Whether the run's loss trains a discriminator beside the VAE (FactorVAE)."""
+    return needs_discriminator(config.vae.objective.name)
+
+
 def signature(config: ml_collections.ConfigDict) -> dict:
-    """What a checkpoint of this stage depends on: the data and the architecture."""
-    return {"data": config.data.name, "model": config.vae.model.to_dict()}
+    """What a checkpoint of this stage depends on: the data and the architecture(s)."""
+    fields = {"data": config.data.name, "model": config.vae.model.to_dict()}
+    if has_discriminator(config):
+        fields["discriminator"] = config.vae.discriminator.model.to_dict()
+    return fields
 
 
 def build_model(config: ml_collections.ConfigDict, dataset):
     return models.build_vae(config.vae.model, dataset.image_shape)
+
+
+def build_discriminator(config: ml_collections.ConfigDict) -> LatentDiscriminator | None:
+    """The discriminator of `vae.discriminator.model`, or None for a loss without one."""
+    if not has_discriminator(config):
+        return None
+    return LatentDiscriminator(**config.vae.discriminator.model)
 
 
 def optimizer(optim_config: ml_collections.ConfigDict) -> optax.GradientTransformation:
@@ -34,18 +57,52 @@ def optimizer(optim_config: ml_collections.ConfigDict) -> optax.GradientTransfor
                       eps=optim_config.eps)
 
 
-def create_state(model, image_shape, init_rng, tx: optax.GradientTransformation) -> TrainState:
+def stage_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
+    """The stage's optimiser: `optimizer(vae.optim)`, or with a discriminator, that
+    Adam on the "vae" group and `optimizer(vae.discriminator.optim)` on the
+    "discriminator" group."""
+    if not has_discriminator(config):
+        return optimizer(config.vae.optim)
+    groups = {"vae": optimizer(config.vae.optim),
+              "discriminator": optimizer(config.vae.discriminator.optim)}
+    return optax.multi_transform(groups, {group: group for group in groups})
+
+
+def create_state(model, image_shape, init_rng, tx: optax.GradientTransformation,
+                 discriminator: LatentDiscriminator | None = None) -> TrainState:
+    """The fresh state: the VAE's params from `init_rng`, or with a discriminator
+    {"vae": those, "discriminator": its params from fold_in(init_rng, 1)}."""
     sample = images_to_unit_range(np.zeros((1, *image_shape), np.uint8))
     params = model.init(init_rng, sample)["params"]
+    if discriminator is not None:
+        latents = jnp.zeros((1, model.num_latents), jnp.float32)
+        params = {"vae": params, "discriminator": discriminator.init(
+            jax.random.fold_in(init_rng, 1), latents)["params"]}
     return TrainState.create(apply_fn=model.apply, params=params, tx=tx)
 
 
+def state_factory(config: ml_collections.ConfigDict, model, image_shape, init_rng):
+    """() -> the fresh state of the run's model (and discriminator), with the stage's
+    optimiser: the stage's `create_state`."""
+    create = functools.partial(create_state, model, image_shape, init_rng,
+                               stage_optimizer(config))
+    discriminator = build_discriminator(config)
+    return create if discriminator is None else functools.partial(
+        create, discriminator=discriminator)
+
+
+def vae_params(config: ml_collections.ConfigDict, params: dict) -> dict:
+    """The VAE's parameters within a state's `params` (the "vae" group of a run with
+    a discriminator)."""
+    return params["vae"] if has_discriminator(config) else params
+
+
 def load_trained(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh, dataset):
-    """The VAE module and its trained parameters (replicated over `mesh`) from the
-    latest checkpoint in `workdir`; CheckpointError if there is none or it was made
-    with another architecture."""
+    """The VAE module and its trained parameters (replicated over `mesh`; a
+    discriminator's are left out) from the latest checkpoint in `workdir`;
+    CheckpointError if there is none or it was made with another architecture."""
     model = build_model(config, dataset)
-    create = functools.partial(create_state, model, dataset.image_shape, jax.random.key(0),
-                               optimizer(config.vae.optim))
-    return model, restore_trained_params(workdir, STAGE, signature(config), create, mesh,
-                                         "no vae checkpoint in {directory}: train the run first")
+    create = state_factory(config, model, dataset.image_shape, jax.random.key(0))
+    params = restore_trained_params(workdir, STAGE, signature(config), create, mesh,
+                                    "no vae checkpoint in {directory}: train the run first")
+    return model, vae_params(config, params)

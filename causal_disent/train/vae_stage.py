@@ -5,7 +5,9 @@ images, then scores its reconstructions and its latents' KL on the test split.
 Training: Adam at a constant learning rate on batches of training images, the
 objective's randomness (the reparameterised sample) drawn from fold_in(key, step). A
 loss that declares `step` (AnnealedVAE) gets the train state's step, one that declares
-`dataset_size` (β-TCVAE) the training split's number of images.
+`dataset_size` (β-TCVAE) the training split's number of images. FactorVAE's loss also
+trains its discriminator (`vae.discriminator`, its own Adam): the same step updates
+both parameter groups (runs/vae.py), and only the VAE's are evaluated.
 Results go to WORKDIR/results.json under "vae", the figure of test images and their
 reconstructions to WORKDIR/figures/vae_reconstructions.png.
 """
@@ -20,7 +22,13 @@ from jax.sharding import Mesh
 from causal_disent import models
 from causal_disent.data import registry
 from causal_disent.evaluation import vae_evaluation
-from causal_disent.objectives.vae import bind_loss, check_objective_config, takes_argument
+from causal_disent.models.vae import check_discriminator_config
+from causal_disent.objectives.vae import (
+    bind_loss,
+    check_objective_config,
+    needs_discriminator,
+    takes_argument,
+)
 from causal_disent.runs import vae as vae_run
 from causal_disent.train import image_stages, runner
 from causal_disent.train.state import train_step
@@ -44,15 +52,37 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     cfg = config.vae
     models.check_vae_config(cfg.model, registry.dataset_from_config(config.data).image_shape)
     check_objective_config(cfg.objective)
-    optim = cfg.optim
-    if optim.learning_rate <= 0 or optim.eps <= 0:
-        raise ValueError("vae.optim needs learning_rate > 0 and eps > 0")
-    if not (0 <= optim.b1 < 1 and 0 <= optim.b2 < 1):
-        raise ValueError("vae.optim needs 0 <= b1 < 1 and 0 <= b2 < 1 (Adam's decay rates)")
+    check_adam_config(cfg.optim, "vae.optim")
+    check_discriminator_section(cfg)
     if cfg.train.num_steps < 1:
         raise ValueError(f"vae.train.num_steps must be positive, got {cfg.train.num_steps}")
-    check_batch_divisible(optim.batch_size, mesh, "vae.optim.batch_size")
+    check_batch_divisible(cfg.optim.batch_size, mesh, "vae.optim.batch_size")
     check_batch_divisible(cfg.train.eval_batch_size, mesh, "vae.train.eval_batch_size")
+
+
+def check_adam_config(optim: ml_collections.ConfigDict, section: str) -> None:
+    """ValueError naming `section` unless `optim` is a valid Adam: learning_rate > 0,
+    eps > 0, decay rates b1 and b2 in [0, 1)."""
+    if optim.learning_rate <= 0 or optim.eps <= 0:
+        raise ValueError(f"{section} needs learning_rate > 0 and eps > 0")
+    if not (0 <= optim.b1 < 1 and 0 <= optim.b2 < 1):
+        raise ValueError(f"{section} needs 0 <= b1 < 1 and 0 <= b2 < 1 (Adam's decay rates)")
+
+
+def check_discriminator_section(cfg: ml_collections.ConfigDict) -> None:
+    """The section `vae.discriminator` (model, optim) is there exactly when the loss
+    trains a discriminator, and then valid; ValueError naming the field."""
+    name = cfg.objective.name
+    if not needs_discriminator(name):
+        if "discriminator" in cfg:
+            raise ValueError(f"vae.discriminator is set but the {name!r} loss trains no "
+                             "discriminator")
+        return
+    if "discriminator" not in cfg:
+        raise ValueError(f"vae.discriminator (model, optim) is missing: the {name!r} loss "
+                         "trains a discriminator")
+    check_discriminator_config(cfg.discriminator.model)
+    check_adam_config(cfg.discriminator.optim, "vae.discriminator.optim")
 
 
 def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
@@ -62,7 +92,8 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     dataset, split, batcher = image_stages.training_data(config, cfg.optim.batch_size)
     model = vae_run.build_model(config, dataset)
     init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
-    loss_fn = bind_loss(cfg.objective, model, dataset_size=len(split["train"]))
+    loss_fn = bind_loss(cfg.objective, model, dataset_size=len(split["train"]),
+                        discriminator=vae_run.build_discriminator(config))
     steps = {cfg.objective.name: functools.partial(vae_train_step, loss_fn=loss_fn)}
 
     def plan(first_step: int) -> runner.Plan:
@@ -71,19 +102,20 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
             cfg.train.prefetch_batches, train_rng))
 
     def finish(state) -> dict:
+        params = vae_run.vae_params(config, state.params)
+
         def evaluate(indices):
             return {"objective": cfg.objective.to_dict(),
-                    **vae_evaluation.evaluate_vae(model, state.params, dataset, indices, mesh,
+                    **vae_evaluation.evaluate_vae(model, params, dataset, indices, mesh,
                                                   cfg.train.eval_batch_size)}
 
         return image_stages.evaluate_on_test(
-            STAGE, evaluate, model, state.params, dataset, split["test"],
+            STAGE, evaluate, model, params, dataset, split["test"],
             cfg.train.num_eval_images, workdir)
 
     return runner.run_stage(runner.Stage(
         name=STAGE, signature=vae_run.signature(config), train_config=cfg.train,
-        create_state=functools.partial(vae_run.create_state, model, dataset.image_shape,
-                                       init_rng, vae_run.optimizer(cfg.optim)),
+        create_state=vae_run.state_factory(config, model, dataset.image_shape, init_rng),
         total_steps=cfg.train.num_steps, global_batch_size=cfg.optim.batch_size,
         plan=plan, finish=finish,  # constant learning rate: cfg.optim.learning_rate
     ), workdir, mesh)

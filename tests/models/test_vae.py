@@ -1,5 +1,5 @@
-"""The VAE family's network: the study's layer sizes, output shapes, and config checks
-that name the field before anything is traced."""
+"""The VAE family's network and FactorVAE's discriminator: the study's layer sizes,
+output shapes, and config checks that name the field before anything is traced."""
 
 import json
 
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from causal_disent import models
-from configs import betavae_dsprites_synth
+from causal_disent.models.vae import LatentDiscriminator, check_discriminator_config
+from configs import betavae_dsprites_synth, factorvae_dsprites_synth
 
 IMAGE_SHAPE = (64, 64, 1)
 
@@ -81,3 +82,39 @@ def test_a_section_read_back_from_json_builds_an_equal_hashable_module():
     built = models.build_vae(config.vae.model, IMAGE_SHAPE)
     rebuilt = models.build_vae(read_back.vae.model, IMAGE_SHAPE)
     assert rebuilt == built and hash(rebuilt) == hash(built)
+
+
+def discriminator_section(variant=None, **fields):
+    model_config = factorvae_dsprites_synth.get_config(variant).vae.discriminator.model
+    model_config.update(fields)
+    return model_config
+
+
+def test_discriminator_has_the_studys_sizes_and_two_logits():
+    discriminator = LatentDiscriminator(**discriminator_section())
+    params = jax.eval_shape(discriminator.init, jax.random.key(0), jnp.zeros((1, 10)))
+    kernels = {name: layer["kernel"].shape for name, layer in params["params"].items()}
+    assert kernels == {"hidden0": (10, 1000), **{f"hidden{i}": (1000, 1000)
+                                                 for i in range(1, 6)},
+                       "logits": (1000, 2)}
+    tiny = LatentDiscriminator(**discriminator_section("tiny"))
+    latents = jnp.linspace(-2, 2, 12).reshape(4, 3)
+    variables = tiny.init(jax.random.key(0), latents)
+    assert tiny.apply(variables, latents).shape == (4, 2)
+    # Leaky ReLU with slope 0.2: one unit, weights 1, bias 0, then the identity.
+    one = LatentDiscriminator(num_hidden_layers=1, hidden_units=1)
+    unit = {"hidden0": {"kernel": jnp.ones((1, 1)), "bias": jnp.zeros(1)},
+            "logits": {"kernel": jnp.ones((1, 2)), "bias": jnp.zeros(2)}}
+    logits = one.apply({"params": unit}, jnp.array([[-5.0], [3.0]]))
+    np.testing.assert_allclose(logits, [[-1.0, -1.0], [3.0, 3.0]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(num_hidden_layers=0), "vae.discriminator.model.num_hidden_layers must be positive"),
+    (dict(hidden_units=-1), "vae.discriminator.model.hidden_units must be positive, got -1"),
+])
+def test_discriminator_check_names_the_field(fields, message):
+    with pytest.raises(ValueError, match=message):
+        check_discriminator_config(discriminator_section(**fields))
+    with pytest.raises(ValueError, match=message):
+        LatentDiscriminator(**discriminator_section(**fields))

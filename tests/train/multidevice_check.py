@@ -1,9 +1,10 @@
 """Run in a fresh process with 8 forced CPU devices (see test_multidevice.py).
 
-Trains the tiny MCQ-VAE for three steps, and the tiny CT layer for one step of each
-mode, on a mesh of 1 device and on a mesh of 8 devices from the same initial state,
-global batches and seeds; builds a stage-2 code cache on both meshes; and prints the
-largest differences as JSON.
+Trains the tiny MCQ-VAE for three steps, the tiny CT layer for one step of each
+mode, and the tiny FactorVAE (VAE and discriminator, the latents permuted over the
+global batch) for two steps, on a mesh of 1 device and on a mesh of 8 devices from
+the same initial state, global batches and seeds; builds a stage-2 code cache on both
+meshes; and prints the largest differences as JSON.
 """
 
 import functools
@@ -16,21 +17,24 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from configs import ctvae_shapes3d  # noqa: E402
+from configs import ctvae_shapes3d, factorvae_dsprites_synth  # noqa: E402
 from causal_disent import models  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.evaluation import ct_retrieval  # noqa: E402
 from causal_disent.objectives import ct  # noqa: E402
+from causal_disent.objectives.factor_vae import permute_dims  # noqa: E402
 from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
+from causal_disent.objectives.vae import bind_loss  # noqa: E402
+from causal_disent.runs import vae as vae_run  # noqa: E402
 from causal_disent.train import code_cache  # noqa: E402
 from causal_disent.utils import sharding  # noqa: E402
 from causal_disent.train.state import TrainState, train_step  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402
 
 
-def train_steps(mesh, params, loss_fn, batches):
+def train_steps(mesh, params, loss_fn, batches, tx=None):
     state = jax.device_put(
-        TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3)),
+        TrainState.create(apply_fn=None, params=params, tx=tx or optax.adam(1e-3)),
         sharding.replicated(mesh),
     )
     step = jax.jit(
@@ -86,6 +90,38 @@ def compare_code_cache(model, params, dataset):
     return int(np.sum(built[0] != built[1])), int(np.unique(built[0]).size)
 
 
+def compare_factor_vae():
+    """Two FactorVAE steps (both networks, each by its own Adam) on 1 and on 8
+    devices, and permute_dims on a batch sharded over the 8: the largest loss and
+    parameter difference, and how many permuted rows came from another device's
+    shard (none if the permutation were per shard)."""
+    config = factorvae_dsprites_synth.get_config("tiny")
+    dataset = registry.get_dataset("dsprites_synth")
+    model = vae_run.build_model(config, dataset)
+    state = vae_run.state_factory(config, model, dataset.image_shape, jax.random.key(0))()
+    loss_fn = bind_loss(config.vae.objective, model,
+                        discriminator=vae_run.build_discriminator(config))
+    batches = [{"image": dataset.images(np.arange(16) * 4801 + s)} for s in range(2)]
+    runs = [train_steps(mesh, state.params, loss_fn, batches,
+                        tx=vae_run.stage_optimizer(config))
+            for mesh in (sharding.make_data_mesh(jax.devices()[:1]), sharding.make_data_mesh())]
+    rows = np.tile(np.arange(64.0)[:, None], (1, 3))
+    mesh = sharding.make_data_mesh()
+    permute = jax.jit(permute_dims, in_shardings=(sharding.replicated(mesh),
+                                                  sharding.batch_sharded(mesh)))
+    permuted = np.asarray(permute(jax.random.key(4), rows)).astype(int)
+    unsharded = np.asarray(permute_dims(jax.random.key(4), rows)).astype(int)
+    shard_of = np.arange(64) // 8  # 8 rows per device
+    losses = runs[0][0]
+    return {"losses_1": losses.tolist(),
+            # The loss sums ~4096 pixels' BCE: compare it relative to its size.
+            "max_relative_loss_diff": float(np.max(np.abs(losses - runs[1][0]) / np.abs(losses))),
+            "max_param_diff": max_difference(runs[0][1], runs[1][1]),
+            "groups": sorted(runs[0][1]),
+            "permutation_equals_unsharded": bool(np.array_equal(permuted, unsharded)),
+            "rows_from_another_shard": int(np.sum(shard_of[permuted] != shard_of[:, None]))}
+
+
 def main():
     assert jax.device_count() == 8
     model = models.build_mcqvae(tiny_config().mcqvae.model, out_channels=3)
@@ -107,6 +143,7 @@ def main():
         "max_param_diff": param_diff, "indivisible_batch_error": error,
         "ct_max_diff_per_mode": compare_ct_modes(),
         "code_cache_differences_and_distinct_codes": compare_code_cache(model, params, dataset),
+        "compare_factor_vae": compare_factor_vae(),
     }))
 
 

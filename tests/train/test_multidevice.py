@@ -1,5 +1,6 @@
-"""1 device vs 8 forced CPU devices: same global batch, same result (stage 1 and
-every stage-2 mode, a code cache built over the devices)."""
+"""1 device vs 8 forced CPU devices: same global batch, same result (stage 1, every
+stage-2 mode, a code cache built over the devices, and FactorVAE's step with its
+permutation over the global batch)."""
 
 import json
 import os
@@ -26,3 +27,9 @@ def test_eight_devices_match_one_device():
     assert max(report["ct_max_diff_per_mode"].values()) < 1e-4, report
     differences, distinct = report["code_cache_differences_and_distinct_codes"]
     assert differences == 0 and distinct > 1, report
+    factor = report["compare_factor_vae"]
+    assert factor["groups"] == ["discriminator", "vae"], factor
+    assert factor["max_relative_loss_diff"] < 1e-6, factor
+    assert factor["max_param_diff"] < 1e-5, factor
+    assert factor["permutation_equals_unsharded"], factor
+    assert factor["rows_from_another_shard"] > 0, factor

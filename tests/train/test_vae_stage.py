@@ -1,7 +1,8 @@
 """The `vae` stage (β-VAE): one step is an Adam step on the bound loss, a tiny run end
 to end (results, figure, rerun skipped), its metric card, and bad configs refused
-before compiling; the later models' step (AnnealedVAE's step from the state) and a
-tiny β-TCVAE run. Tiny networks (configs/*_dsprites_synth.py:tiny)."""
+before compiling; the later models' step (AnnealedVAE's step from the state), a
+tiny β-TCVAE run, and FactorVAE's step (both networks, each by its own Adam), tiny
+run and metric card. Tiny networks (configs/*_dsprites_synth.py:tiny)."""
 
 import json
 
@@ -16,7 +17,12 @@ from causal_disent.objectives.vae import bind_loss
 from causal_disent.runs import vae as vae_run
 from causal_disent.train import image_stages, runner, stages, vae_stage
 from causal_disent.train.state import train_step
-from configs import annealedvae_dsprites_synth, betatcvae_dsprites_synth, betavae_dsprites_synth
+from configs import (
+    annealedvae_dsprites_synth,
+    betatcvae_dsprites_synth,
+    betavae_dsprites_synth,
+    factorvae_dsprites_synth,
+)
 
 
 def tiny_config():
@@ -164,3 +170,106 @@ def test_tiny_beta_tc_vae_run_end_to_end(tmp_path):
     for row in rows:
         for key in ("loss", "mi", "tc", "dimension_wise_kl"):
             assert np.isfinite(row[key]), key
+
+
+def factor_state_and_batch(config):
+    dataset = registry.dataset_from_config(config.data)
+    model = vae_run.build_model(config, dataset)
+    state = vae_run.state_factory(config, model, dataset.image_shape, jax.random.key(0))()
+    loss_fn = bind_loss(config.vae.objective, model,
+                        discriminator=vae_run.build_discriminator(config))
+    return loss_fn, state, {"image": dataset.images(np.arange(8))}
+
+
+def test_factor_vae_step_updates_both_networks_each_by_its_own_adam():
+    config = factorvae_dsprites_synth.get_config("tiny")
+    config.vae.discriminator.optim.learning_rate = 3e-3  # not the VAE's 1e-4
+    loss_fn, state, batch = factor_state_and_batch(config)
+    assert set(state.params) == {"vae", "discriminator"}
+    new_state, metrics = jax.jit(
+        lambda s, b, r: vae_stage.vae_train_step(s, b, r, loss_fn=loss_fn))(
+        state, batch, jax.random.key(1))
+    (loss, terms), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+        state.params, batch, jax.random.fold_in(jax.random.key(1), 0))
+    np.testing.assert_allclose(metrics["loss"], loss, rtol=1e-5)
+    np.testing.assert_allclose(metrics["tc"], terms["tc"], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(metrics["vae_loss"] + metrics["discriminator_loss"],
+                               metrics["loss"], rtol=1e-5)
+    for group, optim in (("vae", config.vae.optim),
+                         ("discriminator", config.vae.discriminator.optim)):
+        # Adam's first step from zero moments is −lr·g / (|g| + eps), whatever b1, b2.
+        expected = jax.tree.map(
+            lambda p, g, lr=optim.learning_rate, eps=optim.eps: p - lr * g / (np.abs(g) + eps),
+            state.params[group], grads[group])
+        jax.tree.map(lambda new, want: np.testing.assert_allclose(new, want, atol=1e-7),
+                     new_state.params[group], expected)
+        moved = jax.tree.map(lambda new, old: float(np.abs(new - old).max()),
+                             new_state.params[group], state.params[group])
+        assert max(jax.tree.leaves(moved)) > 0.5 * optim.learning_rate, group
+
+
+def test_beta_vae_state_has_no_discriminator():
+    config = tiny_config()
+    assert vae_run.build_discriminator(config) is None
+    _, state, _ = tiny_state_and_batch(config)
+    assert set(state.params) == {"encoder", "decoder"}
+    assert set(vae_run.signature(config)) == {"data", "model"}
+
+
+@pytest.fixture(scope="module")
+def tiny_factor_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("factor_vae")
+    return workdir, stages.run(factorvae_dsprites_synth.get_config("tiny"), workdir)
+
+
+def test_tiny_factor_vae_run_end_to_end_and_its_metric_card(tiny_factor_run):
+    from causal_disent.evaluation import trained_runs
+
+    workdir, results = tiny_factor_run
+    saved = results["vae"]
+    assert saved["objective"] == {"name": "factor_vae", "gamma": 30.0}
+    assert saved["steps"] == 4 and len(saved["test_kl_per_latent"]) == 3
+    for key in ("test_bce", "test_mse", "test_kl"):
+        assert np.isfinite(saved[key]), key
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2, 3, 4]
+    for row in rows:
+        for key in ("loss", "vae_loss", "tc", "discriminator_loss"):
+            assert np.isfinite(row[key]), key
+    run = trained_runs.open_run(workdir, stages.make_data_mesh(), batch_size=8)
+    assert run.family == "vae" and list(run.representations) == ["encoder_mean"]
+    images = run.dataset.images(np.arange(3))
+    model, params = vae_run.load_trained(run.config, workdir, stages.make_data_mesh(),
+                                         run.dataset)
+    assert set(params) == {"encoder", "decoder"}  # the VAE's, not the discriminator's
+    mean, _ = model.apply({"params": params}, images / 255.0, method=model.encode)
+    np.testing.assert_allclose(run.representations["encoder_mean"](images), mean,
+                               rtol=1e-5, atol=1e-6)
+
+
+def drop_discriminator(config):
+    del config.vae["discriminator"]
+
+
+@pytest.mark.parametrize("make_config, override, message", [
+    (factorvae_dsprites_synth.get_config, drop_discriminator,
+     r"vae.discriminator \(model, optim\) is missing: the 'factor_vae' loss"),
+    (factorvae_dsprites_synth.get_config,
+     lambda c: setattr(c.vae.discriminator.model, "hidden_units", 0),
+     "vae.discriminator.model.hidden_units must be positive"),
+    (factorvae_dsprites_synth.get_config,
+     lambda c: setattr(c.vae.discriminator.optim, "b2", 1.0),
+     "vae.discriminator.optim needs 0 <= b1 < 1 and 0 <= b2 < 1"),
+    (factorvae_dsprites_synth.get_config,
+     lambda c: setattr(c.vae.objective, "gamma", -1.0), "vae.objective.gamma must be >= 0"),
+    (betavae_dsprites_synth.get_config,
+     lambda c: setattr(c.vae, "discriminator", factorvae_dsprites_synth.get_config(
+         "tiny").vae.discriminator),
+     "vae.discriminator is set but the 'beta_vae' loss trains no discriminator"),
+])
+def test_bad_factor_vae_config_fails_before_compiling(make_config, override, message,
+                                                      tmp_path):
+    config = make_config("tiny")
+    override(config)
+    with pytest.raises(stages.InvalidRunError, match=message):
+        stages.validate(config, tmp_path, stages.make_data_mesh())

@@ -15,6 +15,9 @@ Flow's true equivalence class (its CPDAG equals the true one for seeds 0, 1, 2);
 the DAG it starts A at is water -> ball, water -> flow <- hole (ball - water cannot
 be oriented from observational data): SHD 1 to the true DAG, in the true class.
 Learned strengths: water -> ball 0.49, water -> flow 0.75, hole -> flow 0.72.
+Seeds 0, 1, 2 (`--config.seed=S`, 44 / 59 / 34 min beside other jobs): MIC 100.0 on
+all, TIC 99.0 / 99.1 / 99.0 (mean 99.02 ± 0.08, sample std), SHD 1 and in the true
+class on all three, test BCE 1824 ± 2.
 
 Earlier defaults (one joint decoder, A learned jointly from 0), one H100 GPU,
 `:small` (3000 steps, seed 0), MIC / TIC: CausalVAE 100.0 / 99.1 (SHD 3: A stays

@@ -28,6 +28,10 @@ import ml_collections
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     config.seed = 0
+    # Models trained at once, seeds seed, seed + 1, ... (train/seed_stacking.py), each
+    # written as its own run in WORKDIR/seeds/seed_<seed>; a multiple of the devices.
+    config.num_seeds = 1
+    config.seed_execution = "auto"  # "vmap" | "unroll" (train/seed_stacking.EXECUTIONS)
     config.stages = ("vae",)
 
     config.data = ml_collections.ConfigDict()
@@ -72,6 +76,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         raise ValueError(
             f"unknown config variant {arg!r}; known: {', '.join(variants)} or none"
         )
+    return config
+
+
+def on_shapes3d_synth(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """`config` (a VAE-family config on dsprites_synth) with the procedural 3D Shapes as
+    its data instead: 64x64 colour images, the same network with 3 output channels and
+    the same Bernoulli pixels (disentanglement_lib's default on every dataset,
+    colour included; its pixel values in [0, 1] are the targets)."""
+    config.data.name = "shapes3d_synth"
     return config
 
 

@@ -8,7 +8,7 @@ with no iterator state to save. Each host renders only its slice of the global b
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -66,12 +66,42 @@ def image_batches(
     process_index: int = 0,
     process_count: int = 1,
     prefetch: int = 2,
+    auxiliary: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Iterator[dict[str, np.ndarray]]:
-    """{"image": uint8 [local_batch, H, W, ch]} for steps [first_step, last_step)."""
+    """{"image": uint8 [local_batch, H, W, ch]} for steps [first_step, last_step), and
+    "auxiliary": `auxiliary(indices)` of the same images when given (data/auxiliary.py)."""
 
     def render(step: int) -> dict[str, np.ndarray]:
         idx = batcher.local_batch_indices(step, process_index, process_count)
-        return {"image": dataset.images(idx)}
+        return indexed_images(dataset, idx, auxiliary)
+
+    return batch_stream(render, first_step, last_step, prefetch)
+
+
+def indexed_images(dataset, index: np.ndarray, auxiliary=None) -> dict[str, np.ndarray]:
+    """{"image": the dataset's images at `index`} and "auxiliary": `auxiliary(index)`
+    when given."""
+    batch = {"image": dataset.images(index)}
+    if auxiliary is not None:
+        batch["auxiliary"] = auxiliary(index)
+    return batch
+
+
+def seed_stacked_image_batches(dataset, batchers: list[EpochShuffledBatches], first_step: int,
+                               last_step: int, process_index: int = 0, process_count: int = 1,
+                               prefetch: int = 2, auxiliary=None) -> Iterator[dict]:
+    """The batches of several models trained at once, one per batcher (each seed its
+    own order): {"image": uint8 [S_local, batch, H, W, ch]} (and "auxiliary" [S_local,
+    batch, n] when given), each model's whole global batch, this host's contiguous
+    share of the S models."""
+    count = len(batchers)
+    local = batchers[process_index * count // process_count:
+                     (process_index + 1) * count // process_count]
+
+    def render(step: int) -> dict[str, np.ndarray]:
+        per_seed = [indexed_images(dataset, batcher.global_batch_indices(step), auxiliary)
+                    for batcher in local]
+        return {key: np.stack([batch[key] for batch in per_seed]) for key in per_seed[0]}
 
     return batch_stream(render, first_step, last_step, prefetch)
 

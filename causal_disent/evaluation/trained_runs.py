@@ -29,6 +29,7 @@ from causal_disent.evaluation.ct_retrieval import make_encoder
 from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.runs import ct as ct_run
 from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.runs import seeds
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs.checkpoint import CheckpointError
 from causal_disent.runs.config_file import RunConfigError, read_config
@@ -60,6 +61,11 @@ def open_run(workdir: str | Path, mesh: Mesh, batch_size: int = 256) -> TrainedR
     """The run in `workdir` with its latest checkpoint's parameters restored."""
     workdir = Path(workdir).absolute()
     config = load_config(workdir)
+    if seeds.num_seeds(config) > 1:
+        raise RunError(
+            f"{workdir} trained {seeds.num_seeds(config)} models at once (num_seeds); score "
+            f"each in its own run: --workdir={seeds.seed_workdir(workdir, config.seed)} "
+            f"(seeds {', '.join(map(str, seeds.run_seeds(config)))})")
     stages = tuple(config.stages)
     dataset = registry.dataset_from_config(config.data)
     try:

@@ -2,14 +2,10 @@
 chosen by `config.vae.objective.name`; the section's other keys are the chosen
 loss's keyword weights (`bind_loss`).
 
-Every loss is built from the same pieces, for a Gaussian posterior q(z | x) =
-N(μ, diag σ²), a N(0, I) prior and Bernoulli pixels:
-
-  reparameterised sample  z = μ + σ·ε, ε ~ N(0, I) (Kingma & Welling,
-                          "Auto-Encoding Variational Bayes", ICLR 2014, §2.4)
-  reconstruction          −log p(x | z) = Σ_pixels BCE(logits, x)
-  KL per latent           KL(q(z_j | x) ‖ N(0, 1)) = ½ (μ_j² + σ_j² − log σ_j² − 1)
-                          (ibid., Appendix B)
+Every loss is built from the same pieces (objectives/vae_terms.py), for a Gaussian
+posterior q(z | x) = N(μ, diag σ²), a N(0, I) prior (but iVAE's and LadderVAE's, in
+their own modules) and Bernoulli pixels: the reparameterised sample, the pixels'
+−log p(x | z) and the analytic KL per latent.
 
 β-VAE (Higgins et al., "β-VAE: Learning Basic Visual Concepts with a Constrained
 Variational Framework", ICLR 2017, Eq. 4) minimises reconstruction + β·KL; β = 1 is
@@ -36,32 +32,21 @@ from collections.abc import Callable, Mapping
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import optax
 
 from causal_disent.objectives.factor_vae import (
     density_ratio_total_correlation,
     discriminator_cross_entropy,
     permute_dims,
 )
+from causal_disent.objectives.ivae import ivae_loss
+from causal_disent.objectives.ladder_vae import ladder_vae_loss
+from causal_disent.objectives.vae_terms import (
+    batch_elbo_metrics,
+    bernoulli_nll,
+    gaussian_kl_to_standard_normal,
+    reparameterise,
+)
 from causal_disent.utils.images import images_to_unit_range
-
-
-def reparameterise(rng: jax.Array, mean: jax.Array, log_variance: jax.Array) -> jax.Array:
-    """A sample z = μ + σ·ε of N(μ, diag σ²), differentiable in μ and log σ²."""
-    return mean + jnp.exp(0.5 * log_variance) * jax.random.normal(rng, mean.shape, mean.dtype)
-
-
-def gaussian_kl_to_standard_normal(mean: jax.Array, log_variance: jax.Array) -> jax.Array:
-    """KL(N(μ, σ²) ‖ N(0, 1)) elementwise: [B, d] -> [B, d] (nats per latent)."""
-    return 0.5 * (mean**2 + jnp.exp(log_variance) - log_variance - 1.0)
-
-
-def bernoulli_nll(logits: jax.Array, images: jax.Array) -> jax.Array:
-    """−log p(x | z) per image under independent Bernoulli pixels: [B, H, W, ch] logits
-    and targets in [0, 1] -> [B], summed over pixels and channels."""
-    if logits.shape != images.shape:
-        raise ValueError(f"logits {logits.shape} and images {images.shape} differ in shape")
-    return jnp.sum(optax.sigmoid_binary_cross_entropy(logits, images), axis=(1, 2, 3))
 
 
 def sampled_terms(params: dict, batch: dict, rng: jax.Array, model: nn.Module) -> dict:
@@ -80,13 +65,8 @@ def sampled_terms(params: dict, batch: dict, rng: jax.Array, model: nn.Module) -
 
 
 def elbo_metrics(terms: dict) -> dict:
-    """The batch means every loss of the family reports: reconstruction, kl,
-    kl_per_latent [d] and elbo = −(reconstruction + kl)."""
-    reconstruction = jnp.mean(terms["reconstruction"])
-    kl_per_latent = jnp.mean(terms["kl"], axis=0)
-    kl = jnp.sum(kl_per_latent)
-    return {"reconstruction": reconstruction, "kl": kl, "kl_per_latent": kl_per_latent,
-            "elbo": -(reconstruction + kl)}
+    """`batch_elbo_metrics` of `sampled_terms`' reconstruction and kl."""
+    return batch_elbo_metrics(terms["reconstruction"], terms["kl"])
 
 
 def beta_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
@@ -160,13 +140,19 @@ def beta_tc_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Mod
     VAE loss (reconstruction + analytic KL) + (β − 1)·TC, which weighs the TC inside
     the KL by β and leaves its MI and dimension-wise KL at 1; TC by minibatch-weighted
     sampling over the (global) batch and the training split's `dataset_size` images
-    (`minibatch_weighted_kl_decomposition`). β = 1 is the VAE. Also reports the batch
-    means of mi, tc and dimension_wise_kl."""
+    (`minibatch_weighted_kl_decomposition`). β = 1 is the VAE.
+
+    Reports the batch means of mi, tc and dimension_wise_kl of the batch's own mixture
+    (N = 1), under which a factorised posterior has tc ≈ 0: the dataset's N only adds
+    constants (tc + (d − 1)·log N is the objective's TC), which would make the logged
+    tc about 120 nats for independent latents on dSprites' N."""
     terms = sampled_terms(params, batch, rng, model)
     metrics = elbo_metrics(terms)
     decomposition = {name: jnp.mean(value) for name, value in
-                     minibatch_weighted_kl_decomposition(terms, dataset_size).items()}
-    loss = metrics["reconstruction"] + metrics["kl"] + (beta - 1.0) * decomposition["tc"]
+                     minibatch_weighted_kl_decomposition(terms, dataset_size=1).items()}
+    num_latents = terms["z"].shape[1]
+    dataset_tc = decomposition["tc"] + (num_latents - 1) * math.log(dataset_size)
+    loss = metrics["reconstruction"] + metrics["kl"] + (beta - 1.0) * dataset_tc
     return loss, {**metrics, **decomposition}
 
 
@@ -256,6 +242,8 @@ LOSSES: dict[str, Callable] = {
     "dip_vae_i": dip_vae_i_loss,
     "dip_vae_ii": dip_vae_ii_loss,
     "factor_vae": factor_vae_loss,
+    "ladder_vae": ladder_vae_loss,
+    "ivae": ivae_loss,
 }
 
 # A loss's keyword-only arguments that are not config weights: the model, and what

@@ -8,6 +8,7 @@ objectives/vae.needs_discriminator) has a state whose params are {"vae",
 `vae.discriminator.optim`); every other loss's state is the VAE's alone."""
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -19,6 +20,9 @@ from flax.training.train_state import TrainState
 from jax.sharding import Mesh
 
 from causal_disent import models
+from causal_disent.data import auxiliary
+from causal_disent.models.ivae import IVAE
+from causal_disent.models.ladder_vae import LadderVAE
 from causal_disent.models.vae import LatentDiscriminator
 from causal_disent.objectives.vae import needs_discriminator
 from causal_disent.runs.restore import restore_trained_params
@@ -37,11 +41,61 @@ def signature(config: ml_collections.ConfigDict) -> dict:
     fields = {"data": config.data.name, "model": config.vae.model.to_dict()}
     if has_discriminator(config):
         fields["discriminator"] = config.vae.discriminator.model.to_dict()
+    if "auxiliary" in config.vae:  # its one-hot's size sets the prior's input
+        fields["auxiliary"] = config.vae.auxiliary.to_dict()
+    if config.get("num_seeds", 1) > 1:  # a stacked state (train/seed_stacking.py)
+        fields["num_seeds"] = config.num_seeds
     return fields
 
 
-def build_model(config: ml_collections.ConfigDict, dataset):
+def build_conv_vae(config: ml_collections.ConfigDict, dataset):
+    """models/vae.VAE from `vae.model`, for the dataset's images."""
     return models.build_vae(config.vae.model, dataset.image_shape)
+
+
+def build_ladder_vae(config: ml_collections.ConfigDict, dataset) -> LadderVAE:
+    """models/ladder_vae.LadderVAE from `vae.model`, for the dataset's images."""
+    return LadderVAE(**models.module_fields(config.vae.model),
+                     image_shape=tuple(dataset.image_shape))
+
+
+def build_ivae(config: ml_collections.ConfigDict, dataset) -> IVAE:
+    """models/ivae.IVAE from `vae.model`, for the dataset's images, its prior on the
+    one-hot factor `vae.auxiliary.factor`; ValueError if that is missing."""
+    return IVAE(**models.module_fields(config.vae.model), image_shape=tuple(dataset.image_shape),
+                auxiliary_size=auxiliary_size(config, dataset))
+
+
+# loss name (vae.objective.name) -> (config, dataset) -> its module, for a loss whose
+# network is not models/vae.VAE; the section `vae.model` holds that module's fields.
+# Every module has VAE's interface: num_latents, encode, decode and __call__.
+MODEL_BUILDERS: dict[str, Callable] = {"ladder_vae": build_ladder_vae, "ivae": build_ivae}
+
+
+def auxiliary_variable(config: ml_collections.ConfigDict, dataset) -> Callable | None:
+    """index [B] -> u [B, n], the run's observed auxiliary variable (`vae.auxiliary`,
+    a one-hot dataset factor: data/auxiliary.py), or None when the run has none."""
+    if "auxiliary" not in config.vae:
+        return None
+    return auxiliary.one_hot_factor(dataset, config.vae.auxiliary.factor)
+
+
+def auxiliary_size(config: ml_collections.ConfigDict, dataset) -> int:
+    """The size n of the run's auxiliary variable u, for a model whose prior is
+    conditioned on one; ValueError when `vae.auxiliary` is missing."""
+    if "auxiliary" not in config.vae:
+        raise ValueError(
+            f"vae.auxiliary.factor is missing: the {config.vae.objective.name!r} loss "
+            "conditions its prior on an observed auxiliary variable u; set it to one of "
+            f"{dataset.name}'s factors ({', '.join(dataset.factor_names)})")
+    factor = config.vae.auxiliary.factor
+    return dataset.factor_sizes[auxiliary.factor_position(dataset, factor)]
+
+
+def build_model(config: ml_collections.ConfigDict, dataset):
+    """The module of the run's loss (`MODEL_BUILDERS`, else VAE); constructing it checks
+    `vae.model` (ValueError naming the field)."""
+    return MODEL_BUILDERS.get(config.vae.objective.name, build_conv_vae)(config, dataset)
 
 
 def build_discriminator(config: ml_collections.ConfigDict) -> LatentDiscriminator | None:

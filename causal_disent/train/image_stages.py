@@ -30,13 +30,14 @@ def training_data(config: ml_collections.ConfigDict, batch_size: int):
 
 def image_training(steps: dict, dataset, batcher: pipeline.EpochShuffledBatches,
                    first_step: int, total_steps: int, prefetch: int,
-                   rng: jax.Array) -> runner.Training:
+                   rng: jax.Array, auxiliary=None) -> runner.Training:
     """`steps` trained on this host's batches {"image"} of `batcher`'s images, from
-    `first_step` to `total_steps`."""
+    `first_step` to `total_steps`, with "auxiliary" = `auxiliary(indices)` if given."""
     return runner.Training(
         steps=steps,
         batches=pipeline.image_batches(dataset, batcher, first_step, total_steps,
-                                       jax.process_index(), jax.process_count(), prefetch),
+                                       jax.process_index(), jax.process_count(), prefetch,
+                                       auxiliary),
         rng=rng,
     )
 

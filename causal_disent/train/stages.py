@@ -58,8 +58,18 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
     check_workdir_writable(workdir)
     for stage in config.stages:
         training, run_format = STAGES[stage]
+        if config.get("num_seeds", 1) != 1 and not getattr(training, "TRAINS_MANY_SEEDS", False):
+            raise ValueError(f"num_seeds {config.num_seeds} is not supported by stage "
+                             f"{stage!r} (only by: {', '.join(many_seed_stages())}); "
+                             "set num_seeds = 1 and run one seed per process")
         training.validate(config, mesh, workdir)
         checkpoint.check_workdir_compatible(workdir, stage, run_format.signature(config))
+
+
+def many_seed_stages() -> list[str]:
+    """The stages that can train `num_seeds` > 1 models in one step."""
+    return [name for name, (training, _) in STAGES.items()
+            if getattr(training, "TRAINS_MANY_SEEDS", False)]
 
 
 def check_workdir_writable(workdir: Path) -> None:

@@ -16,11 +16,11 @@ import functools
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import ml_collections
 from jax.sharding import Mesh
 
-from causal_disent import models
-from causal_disent.data import registry
+from causal_disent.data import pipeline, registry
 from causal_disent.evaluation import vae_evaluation
 from causal_disent.models.vae import check_discriminator_config
 from causal_disent.objectives.vae import (
@@ -29,12 +29,15 @@ from causal_disent.objectives.vae import (
     needs_discriminator,
     takes_argument,
 )
+from causal_disent.runs import seeds as seeds_format
 from causal_disent.runs import vae as vae_run
-from causal_disent.train import image_stages, runner
+from causal_disent.runs.results import update_results
+from causal_disent.train import image_stages, runner, seed_stacking
 from causal_disent.train.state import train_step
 from causal_disent.utils.sharding import check_batch_divisible
 
 STAGE = vae_run.STAGE
+TRAINS_MANY_SEEDS = True  # config.num_seeds > 1 is supported (train/seed_stacking.py)
 
 
 def vae_train_step(state, batch: dict, rng: jax.Array, *, loss_fn) -> tuple:
@@ -50,13 +53,20 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     field."""
     del workdir  # the stage needs nothing in it
     cfg = config.vae
-    models.check_vae_config(cfg.model, registry.dataset_from_config(config.data).image_shape)
     check_objective_config(cfg.objective)
+    dataset = registry.dataset_from_config(config.data)
+    model = vae_run.build_model(config, dataset)  # checks vae.model
+    if "auxiliary" in cfg and not hasattr(model, "auxiliary_size"):
+        raise ValueError(f"vae.auxiliary is set but the {cfg.objective.name!r} loss's model "
+                         "uses no auxiliary variable: remove it")
+    vae_run.auxiliary_variable(config, dataset)  # checks vae.auxiliary.factor
     check_adam_config(cfg.optim, "vae.optim")
     check_discriminator_section(cfg)
     if cfg.train.num_steps < 1:
         raise ValueError(f"vae.train.num_steps must be positive, got {cfg.train.num_steps}")
-    check_batch_divisible(cfg.optim.batch_size, mesh, "vae.optim.batch_size")
+    seed_stacking.check_num_seeds(config, mesh)
+    if seeds_format.num_seeds(config) == 1:  # else the seeds, not the batch, are split
+        check_batch_divisible(cfg.optim.batch_size, mesh, "vae.optim.batch_size")
     check_batch_divisible(cfg.train.eval_batch_size, mesh, "vae.train.eval_batch_size")
 
 
@@ -87,22 +97,18 @@ def check_discriminator_section(cfg: ml_collections.ConfigDict) -> None:
 
 def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     """Trains (or resumes), evaluates on the test split, writes the figure and the
-    results; returns the results dict."""
+    results; returns the results dict. With `num_seeds` > 1, trains that many models
+    at once (train/seed_stacking.py) and writes each as a run of its own."""
     cfg = config.vae
     dataset, split, batcher = image_stages.training_data(config, cfg.optim.batch_size)
     model = vae_run.build_model(config, dataset)
-    init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
     loss_fn = bind_loss(cfg.objective, model, dataset_size=len(split["train"]),
                         discriminator=vae_run.build_discriminator(config))
-    steps = {cfg.objective.name: functools.partial(vae_train_step, loss_fn=loss_fn)}
+    step_fn = functools.partial(vae_train_step, loss_fn=loss_fn)
+    auxiliary = vae_run.auxiliary_variable(config, dataset)
 
-    def plan(first_step: int) -> runner.Plan:
-        return runner.Plan(image_stages.image_training(
-            steps, dataset, batcher, first_step, cfg.train.num_steps,
-            cfg.train.prefetch_batches, train_rng))
-
-    def finish(state) -> dict:
-        params = vae_run.vae_params(config, state.params)
+    def evaluate_trained(params, run_workdir: Path) -> dict:
+        """The test-split scores and the reconstruction figure of the VAE `params`."""
 
         def evaluate(indices):
             return {"objective": cfg.objective.to_dict(),
@@ -111,11 +117,77 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
 
         return image_stages.evaluate_on_test(
             STAGE, evaluate, model, params, dataset, split["test"],
-            cfg.train.num_eval_images, workdir)
+            cfg.train.num_eval_images, run_workdir)
+
+    if seeds_format.num_seeds(config) > 1:
+        return _run_stacked(config, workdir, mesh, dataset, split, model, step_fn, auxiliary,
+                            evaluate_trained)
+    init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
+
+    def plan(first_step: int) -> runner.Plan:
+        return runner.Plan(image_stages.image_training(
+            {cfg.objective.name: step_fn}, dataset, batcher, first_step, cfg.train.num_steps,
+            cfg.train.prefetch_batches, train_rng, auxiliary))
+
+    def finish(state) -> dict:
+        return evaluate_trained(vae_run.vae_params(config, state.params), workdir)
 
     return runner.run_stage(runner.Stage(
         name=STAGE, signature=vae_run.signature(config), train_config=cfg.train,
         create_state=vae_run.state_factory(config, model, dataset.image_shape, init_rng),
         total_steps=cfg.train.num_steps, global_batch_size=cfg.optim.batch_size,
         plan=plan, finish=finish,  # constant learning rate: cfg.optim.learning_rate
+    ), workdir, mesh)
+
+
+def _run_stacked(config, workdir: Path, mesh: Mesh, dataset, split, model, step_fn,
+                 auxiliary, evaluate_trained) -> dict:
+    """`run` for num_seeds = S > 1: the S models of seeds config.seed + k as one stacked
+    state and one step (vmapped or unrolled, `seed_execution`), each seed its own
+    batches; at the end each model is written, scored and figured in
+    WORKDIR/seeds/seed_<seed> as the run of that seed alone would be. Results: the
+    seeds, their workdirs, and the mean and standard deviation over seeds of every
+    scalar score."""
+    cfg = config.vae
+    seeds = seeds_format.run_seeds(config)
+    init_rngs, train_rngs = jnp.stack(
+        [jax.random.split(jax.random.key(seed)) for seed in seeds], axis=1)
+    batchers = [pipeline.EpochShuffledBatches(split["train"], cfg.optim.batch_size, seed)
+                for seed in seeds]
+    execution = seed_stacking.resolve_execution(config.get("seed_execution", "auto"),
+                                                mesh.devices.flat[0].platform)
+
+    def create_for_rng(init_rng):
+        return vae_run.state_factory(config, model, dataset.image_shape, init_rng)()
+
+    def plan(first_step: int) -> runner.Plan:
+        return runner.Plan(runner.Training(
+            steps={cfg.objective.name: seed_stacking.stacked_step(step_fn, execution)},
+            batches=pipeline.seed_stacked_image_batches(
+                dataset, batchers, first_step, cfg.train.num_steps, jax.process_index(),
+                jax.process_count(), cfg.train.prefetch_batches, auxiliary),
+            rng=train_rngs))
+
+    def finish(state) -> dict:
+        per_seed = []
+        for index, seed in enumerate(seeds):
+            single_config = seeds_format.seed_config(config, seed)
+            seed_dir = seeds_format.seed_workdir(workdir, seed)
+            seed_stacking.write_seed_run(state, index, single_config, STAGE,
+                                         vae_run.signature(single_config), seed_dir)
+            params = vae_run.vae_params(config, seed_stacking.seed_state(state, index).params)
+            results = {**evaluate_trained(params, seed_dir),
+                       "steps": int(jax.device_get(state.step))}
+            update_results(seed_dir, STAGE, results)
+            per_seed.append(results)
+        return {"num_seeds": len(seeds), "seeds": seeds,
+                "seed_workdirs": [str(seeds_format.seed_workdir(Path("."), seed))
+                                  for seed in seeds],
+                "over_seeds": seed_stacking.summarise_over_seeds(per_seed)}
+
+    return runner.run_stage(runner.Stage(
+        name=STAGE, signature=vae_run.signature(config), train_config=cfg.train,
+        create_state=seed_stacking.stacked_state_factory(create_for_rng, init_rngs),
+        total_steps=cfg.train.num_steps, global_batch_size=len(seeds) * cfg.optim.batch_size,
+        plan=plan, finish=finish,
     ), workdir, mesh)

@@ -18,7 +18,8 @@ rng, ...)` that joins them, and its `CARD_ENTRY`; `common` holds what they share
 `rng` is a numpy Generator; classifier seeds are drawn from it, so one rng fixes
 the whole result. Not on the card: `mic` (MIC/TIC of concepts against labels) and
 `graphs` (structural Hamming distance; acyclicity is `discovery.graphs.is_acyclic`),
-the CausalVAE paper's scores.
+the CausalVAE paper's scores; `mcc` (mean correlation coefficient against continuous
+true sources, the iVAE paper's score on its synthetic data).
 """
 
 from causal_disent.evaluation.metrics import (

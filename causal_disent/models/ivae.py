@@ -1,0 +1,185 @@
+"""iVAE (Khemakhem, Kingma, Monti & Hyvärinen, "Variational Autoencoders and
+Nonlinear ICA: A Unifying Framework", AISTATS 2020, §3): a VAE whose prior is
+conditioned on an observed auxiliary variable u (a segment, a class),
+
+    p(z | u) = N(μ(u), diag λ(u)),  μ and log λ by an MLP on u,
+
+which makes the latents identifiable up to permutation and componentwise
+transformations when u modulates their distributions enough (ibid. Theorem 1 and
+its conditions). Two networks, both with that prior (`ConditionalGaussianPrior`):
+
+  IVAE        images, for the VAE family's `vae` stage: the convolutional VAE of
+              models/vae.py with q(z | x) of the image alone, where the paper's
+              encoder is q(z | x, u) (§3). The metric card scores the encoder mean
+              of images alone (evaluation/representations.vae_representations), so
+              the encoder must not need u; u enters through the prior only, whose
+              KL term ties the latents to u.
+  VectorIVAE  vectors, for the paper's synthetic nonlinear ICA
+              (data/nonlinear_ica.py): MLPs with the paper's encoder q(z | x, u) and
+              a Gaussian decoder p(x | z) of fixed variance. `conditional=False` is
+              the plain VAE baseline on the same network: encoder q(z | x), prior
+              N(0, I).
+
+The losses are objectives/ivae.py's.
+"""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from causal_disent.models.vae import VAE
+
+NEGATIVE_SLOPE = 0.1  # of the leaky ReLU in the MLPs
+
+
+class LeakyReluMLP(nn.Module):
+    """[B, in] -> [B, out]: `num_hidden_layers` dense layers of `hidden` units, each
+    followed by a leaky ReLU, then a dense output layer."""
+
+    hidden: int
+    num_hidden_layers: int
+    out: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        for layer in range(self.num_hidden_layers):
+            x = nn.leaky_relu(nn.Dense(self.hidden, name=f"hidden{layer}")(x),
+                              negative_slope=NEGATIVE_SLOPE)
+        return nn.Dense(self.out, name="output")(x)
+
+
+class ConditionalGaussianPrior(nn.Module):
+    """u [B, n] -> (mean μ(u), log-variance log λ(u)) of p(z | u), each [B, d], by an
+    MLP with one hidden layer of `hidden` units."""
+
+    hidden: int
+    num_latents: int
+
+    @nn.compact
+    def __call__(self, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
+        prior = LeakyReluMLP(self.hidden, 1, 2 * self.num_latents, name="mlp")(auxiliary)
+        mean, log_variance = jnp.split(prior, 2, axis=-1)
+        return mean, log_variance
+
+
+def check_auxiliary(auxiliary: jax.Array, auxiliary_size: int) -> None:
+    """ValueError unless `auxiliary` is [B, auxiliary_size]."""
+    if auxiliary.ndim != 2 or auxiliary.shape[-1] != auxiliary_size:
+        raise ValueError(f"the auxiliary variable u must be [B, {auxiliary_size}] (one-hot); "
+                         f"got shape {auxiliary.shape}")
+
+
+class IVAE(VAE):
+    """models/vae.VAE (encoder q(z | x), Bernoulli decoder) with the prior p(z | u) of
+    `ConditionalGaussianPrior` in place of N(0, I).
+
+    Every field but `image_shape` and `auxiliary_size` (the size n of the one-hot u,
+    from `vae.auxiliary.factor`: runs/vae.auxiliary_size) is a key of the config
+    section `vae.model`; they are checked when the module is constructed.
+    """
+
+    prior_hidden: int
+    auxiliary_size: int
+
+    def __post_init__(self):
+        if self.prior_hidden < 1:
+            raise ValueError(f"vae.model.prior_hidden must be positive, got {self.prior_hidden}")
+        if self.auxiliary_size < 1:
+            raise ValueError(f"the auxiliary variable u (vae.auxiliary.factor) needs at least "
+                             f"one value, got {self.auxiliary_size}")
+        super().__post_init__()  # VAE's: checks the other fields
+
+    def setup(self):
+        super().setup()
+        self.conditional_prior = ConditionalGaussianPrior(self.prior_hidden, self.num_latents)
+
+    def prior(self, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """u [B, n] -> (mean, log-variance) of p(z | u), each [B, d]."""
+        check_auxiliary(auxiliary, self.auxiliary_size)
+        return self.conditional_prior(auxiliary)
+
+    def __call__(self, images: jax.Array,
+                 auxiliary: jax.Array | None = None) -> dict[str, jax.Array]:
+        """VAE's deterministic pass {mean, log_variance, logits, reconstruction}, with
+        prior_mean and prior_log_variance [B, d] of p(z | u) when u [B, n] is given
+        (evaluation encodes images alone)."""
+        outputs = super().__call__(images)
+        if auxiliary is None and self.is_initializing():
+            # `init` sees images only (runs/vae.create_state): the prior's parameters
+            # are created on a placeholder u of the right shape.
+            self.prior(jnp.zeros((images.shape[0], self.auxiliary_size), images.dtype))
+        if auxiliary is not None:
+            outputs["prior_mean"], outputs["prior_log_variance"] = self.prior(auxiliary)
+        return outputs
+
+
+def check_vector_ivae_config(model) -> None:
+    """Raises ValueError naming the first field of a VectorIVAE that is invalid."""
+    for name in ("data_dim", "num_latents", "auxiliary_size", "hidden"):
+        if getattr(model, name) < 1:
+            raise ValueError(f"{name} must be positive, got {getattr(model, name)}")
+    if model.num_hidden_layers < 0:
+        raise ValueError(f"num_hidden_layers must be >= 0, got {model.num_hidden_layers}")
+    if not model.decoder_variance > 0:
+        raise ValueError(f"decoder_variance must be > 0, got {model.decoder_variance}")
+
+
+class VectorIVAE(nn.Module):
+    """iVAE on vectors x [B, D] with u [B, n] (`conditional`), or the plain VAE on the
+    same network (not `conditional`):
+
+      encoder  q(z | x, u) (q(z | x))  an MLP on [x, u] (x) -> mean, log-variance [B, d]
+      decoder  p(x | z) = N(g(z), decoder_variance·I), g an MLP [B, d] -> [B, D]
+      prior    p(z | u) = `ConditionalGaussianPrior` (N(0, I))
+
+    The MLPs have `num_hidden_layers` leaky-ReLU layers of `hidden` units; the prior's
+    one such layer.
+    """
+
+    data_dim: int
+    num_latents: int
+    auxiliary_size: int
+    hidden: int
+    num_hidden_layers: int
+    decoder_variance: float
+    conditional: bool
+
+    def __post_init__(self):
+        check_vector_ivae_config(self)
+        super().__post_init__()
+
+    def setup(self):
+        self.encoder = LeakyReluMLP(self.hidden, self.num_hidden_layers, 2 * self.num_latents)
+        self.decoder = LeakyReluMLP(self.hidden, self.num_hidden_layers, self.data_dim)
+        if self.conditional:
+            self.conditional_prior = ConditionalGaussianPrior(self.hidden, self.num_latents)
+
+    def encode(self, x: jax.Array, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """x [B, D], u [B, n] (unused by the plain VAE) -> (mean, log-variance) [B, d]."""
+        if x.ndim != 2 or x.shape[-1] != self.data_dim:
+            raise ValueError(f"x must be [B, {self.data_dim}]; got shape {x.shape}")
+        check_auxiliary(auxiliary, self.auxiliary_size)
+        inputs = jnp.concatenate([x, auxiliary], axis=-1) if self.conditional else x
+        mean, log_variance = jnp.split(self.encoder(inputs), 2, axis=-1)
+        return mean, log_variance
+
+    def decode(self, latents: jax.Array) -> jax.Array:
+        """Latents [B, d] -> the mean g(z) [B, D] of p(x | z)."""
+        return self.decoder(latents)
+
+    def prior(self, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """u [B, n] -> (mean, log-variance) [B, d] of p(z | u); zeros (N(0, I)) for the
+        plain VAE."""
+        check_auxiliary(auxiliary, self.auxiliary_size)
+        if not self.conditional:
+            zeros = jnp.zeros((auxiliary.shape[0], self.num_latents), auxiliary.dtype)
+            return zeros, zeros
+        return self.conditional_prior(auxiliary)
+
+    def __call__(self, x: jax.Array, auxiliary: jax.Array) -> dict[str, jax.Array]:
+        """The deterministic pass (z = the posterior mean): {mean, log_variance,
+        prior_mean, prior_log_variance [B, d], reconstruction g(mean) [B, D]}."""
+        mean, log_variance = self.encode(x, auxiliary)
+        prior_mean, prior_log_variance = self.prior(auxiliary)
+        return {"mean": mean, "log_variance": log_variance, "prior_mean": prior_mean,
+                "prior_log_variance": prior_log_variance, "reconstruction": self.decode(mean)}

@@ -1,0 +1,80 @@
+"""The iVAE's losses (Khemakhem et al., "Variational Autoencoders and Nonlinear ICA:
+A Unifying Framework", AISTATS 2020, §3; models/ivae.py): the negative ELBO with the
+prior p(z | u) = N(μ(u), diag λ(u)) of an observed auxiliary variable u,
+
+    −log p(x | z) + β·KL(q(z | ·) ‖ p(z | u)),  z = μ + σ·ε the reparameterised sample,
+
+the KL analytic between diagonal Gaussians (`gaussian_kl`), terms batch means of
+per-example sums (nats per example), reported as the VAE family reports them
+(reconstruction, kl, kl_per_latent, elbo). β = 1 is the iVAE.
+
+  ivae_loss         images (models/ivae.IVAE, the `vae` stage's "ivae"): Bernoulli
+                    pixels, q(z | x), batch {"image", "auxiliary"}
+  vector_ivae_loss  vectors (models/ivae.VectorIVAE): Gaussian p(x | z) of the model's
+                    fixed variance, q(z | x, u), batch {"x", "auxiliary"}; with the
+                    plain-VAE network it is the VAE's loss
+
+The sample, the Bernoulli NLL, the KL and the reported metrics are the family's
+(objectives/vae_terms.py); tests/objectives/test_ivae_objective.py checks that the
+loss equals β-VAE's when p(z | u) is N(0, I).
+"""
+
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from causal_disent.objectives.vae_terms import (
+    batch_elbo_metrics,
+    bernoulli_nll,
+    gaussian_kl,
+    reparameterise,
+)
+from causal_disent.utils.images import images_to_unit_range
+
+
+def gaussian_nll(x: jax.Array, mean: jax.Array, variance: float) -> jax.Array:
+    """−log N(x; mean, variance·I) per row: [B, D] -> [B]."""
+    return 0.5 * jnp.sum((x - mean) ** 2 / variance + math.log(2.0 * math.pi * variance),
+                         axis=-1)
+
+
+def auxiliary_of(batch: dict, what: str) -> jax.Array:
+    """batch["auxiliary"], u [B, n]; ValueError saying how to supply it if missing."""
+    if "auxiliary" not in batch:
+        raise ValueError(f"the {what} needs the observed auxiliary variable u, "
+                         "batch['auxiliary']: set vae.auxiliary.factor")
+    return batch["auxiliary"]
+
+
+def ivae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
+              beta: float) -> tuple[jax.Array, dict]:
+    """iVAE on images: Σ_pixels BCE(decode(z), x) + β·KL(q(z | x) ‖ p(z | u)), batch
+    means of per-image sums; batch {"image" uint8 [B, H, W, ch], "auxiliary" [B, n]}."""
+    auxiliary = auxiliary_of(batch, "'ivae' loss")
+    images = images_to_unit_range(batch["image"])
+    variables = {"params": params}
+    mean, log_variance = model.apply(variables, images, method=model.encode)
+    logits = model.apply(variables, reparameterise(rng, mean, log_variance),
+                         method=model.decode)
+    prior_mean, prior_log_variance = model.apply(variables, auxiliary, method=model.prior)
+    metrics = batch_elbo_metrics(bernoulli_nll(logits, images),
+                           gaussian_kl(mean, log_variance, prior_mean, prior_log_variance))
+    return metrics["reconstruction"] + beta * metrics["kl"], metrics
+
+
+def vector_ivae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
+                     beta: float) -> tuple[jax.Array, dict]:
+    """iVAE (or the plain VAE) on vectors: −log N(x; g(z), model.decoder_variance·I) +
+    β·KL(q(z | x, u) ‖ p(z | u)), batch means of per-example sums; batch {"x" [B, D],
+    "auxiliary" [B, n]}."""
+    auxiliary = auxiliary_of(batch, "vector iVAE loss")
+    variables = {"params": params}
+    mean, log_variance = model.apply(variables, batch["x"], auxiliary, method=model.encode)
+    decoded = model.apply(variables, reparameterise(rng, mean, log_variance),
+                          method=model.decode)
+    prior_mean, prior_log_variance = model.apply(variables, auxiliary, method=model.prior)
+    metrics = batch_elbo_metrics(gaussian_nll(batch["x"], decoded, model.decoder_variance),
+                           gaussian_kl(mean, log_variance, prior_mean, prior_log_variance))
+    return metrics["reconstruction"] + beta * metrics["kl"], metrics

@@ -1,0 +1,155 @@
+"""Many seeds in one compiled step: `config.num_seeds` = S independent models of one
+config trained as one stacked train state (parameters, optimiser state and random
+keys carry a leading seed axis; the step counter is shared), by `jax.vmap` of the
+stage's own step, each seed with its own data order.
+
+Seed k of a run with config.seed = s is the run with config.seed = s + k: the same
+initialisation, batches and randomness, so its parameters match that run's
+sequential training up to floating-point summation order (tests/train/
+test_seed_stacking.py). Large disentanglement studies train dozens of seeds per
+setting (Locatello et al., "Challenging Common Assumptions in the Unsupervised
+Learning of Disentangled Representations", ICML 2019, §5: 50 per model and
+hyperparameter); stacking them fills an accelerator that one small model leaves idle.
+
+The seed axis is the batch axis the runner shards over the devices: each device
+trains num_seeds / devices whole models, so num_seeds must be a multiple of the
+number of devices. Where each model's run is written: runs/seeds.py.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from jax.sharding import Mesh
+
+from causal_disent.runs.checkpoint import StageCheckpoints
+from causal_disent.runs.config_file import write_config
+from causal_disent.runs.seeds import num_seeds
+
+
+def check_num_seeds(config: ml_collections.ConfigDict, mesh: Mesh) -> None:
+    """ValueError naming `num_seeds` unless it is >= 1 and, above 1, a multiple of the
+    mesh's devices (each device trains whole models), or `seed_execution` if unknown."""
+    resolve_execution(config.get("seed_execution", "auto"), "cpu")
+    count = num_seeds(config)
+    if count < 1:
+        raise ValueError(f"num_seeds must be >= 1, got {count}")
+    if count > 1 and count % mesh.size:
+        multiple = mesh.size * -(-count // mesh.size)
+        raise ValueError(
+            f"num_seeds {count} must be a multiple of the {mesh.size} devices: each device "
+            f"trains num_seeds / devices whole models; use e.g. {multiple}")
+
+
+def state_axes(state):
+    """The vmap axes of a stacked TrainState: 0 for params and optimiser state, None
+    (shared) for the step counter."""
+    return state.replace(step=None, params=0, opt_state=0)
+
+
+def stacked_state_factory(create_for_rng: Callable, init_rngs: jax.Array) -> Callable:
+    """() -> the stacked fresh state: `create_for_rng(rng)` for each of `init_rngs`
+    [S], with one shared step counter (jittable)."""
+
+    def create():
+        states = jax.vmap(create_for_rng)(init_rngs)
+        return states.replace(step=jnp.zeros((), jnp.int32))
+
+    return create
+
+
+# How the S models' steps run inside the one compiled step: "vmap" batches them (each
+# layer one op over all seeds: what fills an accelerator); "unroll" traces the step
+# once per seed (S independent op chains, compile time growing with S). XLA:CPU turns a
+# vmapped convolution into a grouped one that runs several times slower than S plain
+# ones (benchmarks/seed_stacking.py), so "auto" unrolls on CPU and vmaps elsewhere.
+EXECUTIONS = ("auto", "vmap", "unroll")
+
+
+def resolve_execution(execution: str, platform: str) -> str:
+    """"vmap" or "unroll" for config.seed_execution on devices of `platform`."""
+    if execution not in EXECUTIONS:
+        raise ValueError(f"seed_execution must be one of {EXECUTIONS}, got {execution!r}")
+    if execution == "auto":
+        return "unroll" if platform == "cpu" else "vmap"
+    return execution
+
+
+def stacked_step(step_fn: Callable, execution: str = "vmap") -> Callable:
+    """(stacked state, batch [S, B, ...], rngs [S]) -> (stacked state, metrics): the
+    stage's `step_fn(state, batch, rng)` on each seed, by `execution` ("vmap" or
+    "unroll", the same numbers). Metrics are the mean over seeds of each, plus
+    "<name>_per_seed" [S] for each scalar metric."""
+    if execution not in ("vmap", "unroll"):
+        raise ValueError(f"execution must be 'vmap' or 'unroll', got {execution!r}")
+
+    def vmapped(state, batch: dict, rngs: jax.Array):
+        axes = state_axes(state)
+        return jax.vmap(step_fn, in_axes=(axes, 0, 0), out_axes=(axes, 0))(state, batch, rngs)
+
+    def unrolled(state, batch: dict, rngs: jax.Array):
+        outputs = [step_fn(seed_state(state, k), jax.tree.map(lambda x: x[k], batch), rngs[k])
+                   for k in range(rngs.shape[0])]
+        states, metrics = zip(*outputs)
+        stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
+        return (stacked.replace(step=states[0].step),
+                jax.tree.map(lambda *leaves: jnp.stack(leaves), *metrics))
+
+    run_seeds = vmapped if execution == "vmap" else unrolled
+
+    def step(state, batch: dict, rngs: jax.Array):
+        state, metrics = run_seeds(state, batch, rngs)
+        return state, seed_metrics(metrics)
+
+    return step
+
+
+def seed_metrics(metrics: dict) -> dict:
+    """Per-seed metrics [S, ...] -> their means over seeds, and each scalar metric's
+    values per seed as "<name>_per_seed" [S]."""
+    means = {name: jnp.mean(value, axis=0) for name, value in metrics.items()}
+    per_seed = {f"{name}_per_seed": value for name, value in metrics.items()
+                if value.ndim == 1}
+    return {**means, **per_seed}
+
+
+def seed_state(state, index: int):
+    """Model `index`'s own TrainState out of the stacked one."""
+
+    def take(tree):
+        return jax.tree.map(lambda leaf: leaf[index], tree)
+
+    return state.replace(params=take(state.params), opt_state=take(state.opt_state))
+
+
+def write_seed_run(state, index: int, config: ml_collections.ConfigDict, stage: str,
+                   signature: dict, workdir: Path) -> None:
+    """Writes model `index` of the stacked `state` as a finished run of its own in
+    `workdir`: its config (its seed, num_seeds = 1) and a checkpoint of its state
+    under the single-seed `signature`, so that every tool that reads a run
+    (evaluate, figures) reads it as one trained alone. Its results are the
+    caller's."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    if jax.process_index() == 0:
+        write_config(workdir, config)
+    checkpoints = StageCheckpoints(workdir, stage, signature, save_every_steps=1,
+                                   max_to_keep=1)
+    single = seed_state(state, index)
+    checkpoints.save(single, int(jax.device_get(single.step)), force=True)
+    checkpoints.close()
+
+
+def summarise_over_seeds(per_seed: list[dict]) -> dict:
+    """{name: {"mean", "std", "values"}} over the seeds' results for every numeric
+    scalar they share (std with ddof 0; 0 for one seed)."""
+    names = [name for name, value in per_seed[0].items()
+             if isinstance(value, (int, float)) and not isinstance(value, bool)]
+    summary = {}
+    for name in names:
+        values = [float(results[name]) for results in per_seed]
+        summary[name] = {"mean": float(np.mean(values)), "std": float(np.std(values)),
+                         "values": values}
+    return summary

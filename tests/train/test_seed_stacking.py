@@ -1,0 +1,169 @@
+"""`config.num_seeds`: S models of the VAE family in one vmapped step. Model k of a
+stacked run with seed s is the run of seed s + k trained alone (same parameters,
+same scores); each is written as a run of its own that the loaders read; bad
+values are refused before compiling. Tiny networks (configs/*_dsprites_synth.py:tiny)."""
+
+import json
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax.training.train_state import TrainState
+
+from causal_disent.data import registry
+from causal_disent.evaluation import trained_runs
+from causal_disent.runs import seeds as seeds_format
+from causal_disent.runs import vae as vae_run
+from causal_disent.runs.config_file import read_config
+from causal_disent.train import seed_stacking, stages
+from causal_disent.utils.sharding import make_data_mesh
+from configs import betavae_dsprites_synth, causalvae_pendulum, factorvae_dsprites_synth
+
+SEEDS = 2
+
+
+def stacked_config(module=betavae_dsprites_synth):
+    config = module.get_config("tiny")
+    config.seed = 3
+    config.num_seeds = SEEDS
+    return config
+
+
+def single_config(module, seed):
+    config = module.get_config("tiny")
+    config.seed = seed
+    return config
+
+
+@pytest.fixture(scope="module")
+def stacked_and_single_runs(tmp_path_factory):
+    """{loss module: (stacked workdir, its results, {seed: single workdir})} for β-VAE
+    and FactorVAE (a state with two parameter groups and two optimisers)."""
+    runs = {}
+    for module in (betavae_dsprites_synth, factorvae_dsprites_synth):
+        workdir = tmp_path_factory.mktemp("stacked")
+        results = stages.run(stacked_config(module), workdir)
+        singles = {}
+        for seed in (3, 4):
+            singles[seed] = tmp_path_factory.mktemp(f"single{seed}")
+            stages.run(single_config(module, seed), singles[seed])
+        runs[module.__name__] = (workdir, results, singles)
+    return runs
+
+
+def trained_params(workdir):
+    config = read_config(workdir)
+    dataset = registry.dataset_from_config(config.data)
+    _, params = vae_run.load_trained(config, workdir, make_data_mesh(), dataset)
+    return jax.device_get(params)
+
+
+@pytest.mark.parametrize("module", [betavae_dsprites_synth, factorvae_dsprites_synth],
+                         ids=["beta_vae", "factor_vae"])
+def test_each_stacked_model_is_its_seed_trained_alone(stacked_and_single_runs, module):
+    workdir, results, singles = stacked_and_single_runs[module.__name__]
+    assert results["vae"]["seeds"] == [3, 4]
+    for seed, single_dir in singles.items():
+        seed_dir = seeds_format.seed_workdir(workdir, seed)
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
+                     trained_params(seed_dir), trained_params(single_dir))
+        alone = json.loads((single_dir / "results.json").read_text())["vae"]
+        stacked = json.loads((seed_dir / "results.json").read_text())["vae"]
+        np.testing.assert_allclose(stacked["test_bce"], alone["test_bce"], rtol=1e-5)
+        assert stacked["steps"] == alone["steps"]
+        assert json.loads((seed_dir / "config.json").read_text())["seed"] == seed
+        assert (seed_dir / "figures" / "vae_reconstructions.png").exists()
+
+
+def test_vmapped_seeds_are_the_unrolled_ones(stacked_and_single_runs, tmp_path):
+    """The runs above unroll the seeds (the CPU's "auto"); vmapping them trains the
+    same models."""
+    config = stacked_config()
+    config.seed_execution = "vmap"
+    stages.run(config, tmp_path)
+    unrolled_dir, _, _ = stacked_and_single_runs[betavae_dsprites_synth.__name__]
+    for seed in (3, 4):
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
+                     trained_params(seeds_format.seed_workdir(tmp_path, seed)),
+                     trained_params(seeds_format.seed_workdir(unrolled_dir, seed)))
+
+
+def test_unknown_seed_execution_is_refused(tmp_path):
+    config = stacked_config()
+    config.seed_execution = "pmap"
+    with pytest.raises(stages.InvalidRunError, match="seed_execution must be one of"):
+        stages.validate(config, tmp_path, make_data_mesh())
+
+
+def test_the_seeds_differ_and_the_summary_is_over_them(stacked_and_single_runs):
+    workdir, results, _ = stacked_and_single_runs[betavae_dsprites_synth.__name__]
+    bce = results["vae"]["over_seeds"]["test_bce"]
+    per_seed = [json.loads((seeds_format.seed_workdir(workdir, seed) / "results.json")
+                           .read_text())["vae"]["test_bce"] for seed in (3, 4)]
+    assert bce["values"] == per_seed
+    assert per_seed[0] != per_seed[1]
+    np.testing.assert_allclose(bce["mean"], np.mean(per_seed))
+    np.testing.assert_allclose(bce["std"], np.std(per_seed))
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows[-1]["loss_per_seed"]) == SEEDS
+    np.testing.assert_allclose(rows[-1]["loss"], np.mean(rows[-1]["loss_per_seed"]),
+                               rtol=1e-6)
+
+
+def test_scoring_the_stacked_workdir_names_the_seed_workdirs(stacked_and_single_runs):
+    workdir, _, _ = stacked_and_single_runs[betavae_dsprites_synth.__name__]
+    with pytest.raises(trained_runs.RunError, match="trained 2 models at once .*seeds/seed_3"):
+        trained_runs.open_run(workdir, make_data_mesh())
+
+
+def test_a_rerun_of_a_finished_stacked_run_is_skipped(stacked_and_single_runs):
+    workdir, results, _ = stacked_and_single_runs[betavae_dsprites_synth.__name__]
+    assert stages.run(stacked_config(), workdir) == results
+
+
+@pytest.mark.parametrize("execution", ["vmap", "unroll"])
+def test_stacked_step_is_each_seeds_step_with_a_shared_counter(execution):
+    def create(rng):
+        return TrainState.create(apply_fn=None, params={"w": jax.random.normal(rng, (3,))},
+                                 tx=optax.sgd(0.1))
+
+    def step(state, batch, rng):
+        grads = jax.grad(lambda p: jnp.sum((p["w"] - batch["x"]) ** 2))(state.params)
+        return state.apply_gradients(grads=grads), {"loss": jnp.sum(batch["x"]),
+                                                    "vector": batch["x"]}
+
+    rngs = jax.random.split(jax.random.key(0), 4)
+    state = jax.jit(seed_stacking.stacked_state_factory(create, rngs))()
+    assert state.params["w"].shape == (4, 3) and state.step.shape == ()
+    batch = {"x": jnp.arange(12.0).reshape(4, 3)}
+    new_state, metrics = jax.jit(seed_stacking.stacked_step(step, execution))(
+        state, batch, rngs)
+    for k in range(4):
+        alone, _ = step(create(rngs[k]), {"x": batch["x"][k]}, rngs[k])
+        np.testing.assert_allclose(new_state.params["w"][k], alone.params["w"], rtol=1e-6)
+    assert int(new_state.step) == 1
+    np.testing.assert_allclose(metrics["loss_per_seed"], [3.0, 12.0, 21.0, 30.0])
+    np.testing.assert_allclose(metrics["loss"], 16.5)
+    assert metrics["vector"].shape == (3,) and "vector_per_seed" not in metrics
+
+
+def test_num_seeds_must_split_evenly_over_the_devices(tmp_path):
+    config = stacked_config()
+    config.num_seeds = 3
+    with pytest.raises(ValueError, match="num_seeds 3 must be a multiple of the 2 devices"):
+        seed_stacking.check_num_seeds(config, types.SimpleNamespace(size=2))
+    config.num_seeds = 4
+    seed_stacking.check_num_seeds(config, types.SimpleNamespace(size=2))
+    config.num_seeds = 0
+    with pytest.raises(stages.InvalidRunError, match="num_seeds must be >= 1"):
+        stages.validate(config, tmp_path, make_data_mesh())
+
+
+def test_num_seeds_on_a_stage_without_stacking_is_refused(tmp_path):
+    config = causalvae_pendulum.get_config("tiny")
+    config.num_seeds = 2
+    with pytest.raises(stages.InvalidRunError, match="not supported by stage 'causalvae'"):
+        stages.validate(config, tmp_path, make_data_mesh())

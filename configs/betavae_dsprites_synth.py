@@ -48,6 +48,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     model.encoder_hidden = 256
     model.decoder_widths = (64, 64, 32, 32)  # a 4x4x64 map, then 2x upsamplings
     model.decoder_hidden = 256
+    # p(x | z) per pixel: "bernoulli" (the study's, on every dataset) or "gaussian"
+    # (σ² = ½ around σ(logits): disentanglement_lib's l2 loss plus its constant).
+    model.likelihood = "bernoulli"
 
     objective = cfg.objective = ml_collections.ConfigDict()
     objective.name = "beta_vae"  # a key of objectives/vae.LOSSES
@@ -83,7 +86,8 @@ def on_shapes3d_synth(config: ml_collections.ConfigDict) -> ml_collections.Confi
     """`config` (a VAE-family config on dsprites_synth) with the procedural 3D Shapes as
     its data instead: 64x64 colour images, the same network with 3 output channels and
     the same Bernoulli pixels (disentanglement_lib's default on every dataset,
-    colour included; its pixel values in [0, 1] are the targets)."""
+    colour included; its pixel values in [0, 1] are the targets). Gaussian pixels
+    instead: --config.vae.model.likelihood=gaussian."""
     config.data.name = "shapes3d_synth"
     return config
 

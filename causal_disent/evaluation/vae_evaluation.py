@@ -7,7 +7,11 @@ import numpy as np
 from jax.sharding import Mesh
 
 from causal_disent.evaluation.image_sums import sum_over_images
-from causal_disent.objectives.vae import bernoulli_nll, gaussian_kl_to_standard_normal
+from causal_disent.objectives.vae_terms import (
+    bernoulli_nll,
+    gaussian_kl_to_standard_normal,
+    pixel_nll,
+)
 
 
 def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
@@ -16,7 +20,9 @@ def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
     decoding the posterior mean (deterministic, so a function of the parameters).
 
     Returns num_images; test_bce, the Bernoulli NLL per image (nats, summed over
-    pixels and channels); test_mse, per pixel of σ(logits); test_kl, KL(q(z | x) ‖
+    pixels and channels), comparable across models whatever their likelihood;
+    test_nll, the NLL under the model's own `likelihood` (test_bce for Bernoulli
+    pixels); test_mse, per pixel of σ(logits); test_kl, KL(q(z | x) ‖
     N(0, I)) per image, and test_kl_per_latent [d], its share per latent (a latent
     near 0 is unused): all means over the images.
     """
@@ -25,6 +31,7 @@ def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
         outputs = model.apply({"params": params}, images)
         per_image = {
             "bce": bernoulli_nll(outputs["logits"], images),
+            "nll": pixel_nll(model.likelihood, outputs["logits"], images),
             "mse": jnp.mean((outputs["reconstruction"] - images) ** 2, axis=(1, 2, 3)),
             "kl_per_latent": gaussian_kl_to_standard_normal(outputs["mean"],
                                                             outputs["log_variance"]),
@@ -36,6 +43,7 @@ def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
     return {
         "num_images": int(len(indices)),
         "test_bce": float(means["bce"]),
+        "test_nll": float(means["nll"]),
         "test_mse": float(means["mse"]),
         "test_kl": float(means["kl_per_latent"].sum()),
         "test_kl_per_latent": means["kl_per_latent"].round(4).tolist(),

@@ -70,7 +70,7 @@ def check_auxiliary(auxiliary: jax.Array, auxiliary_size: int) -> None:
 
 
 class IVAE(VAE):
-    """models/vae.VAE (encoder q(z | x), Bernoulli decoder) with the prior p(z | u) of
+    """models/vae.VAE (encoder q(z | x), decoder of the pixels' `likelihood`) with the prior p(z | u) of
     `ConditionalGaussianPrior` in place of N(0, I).
 
     Every field but `image_shape` and `auxiliary_size` (the size n of the one-hot u,

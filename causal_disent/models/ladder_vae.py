@@ -4,7 +4,8 @@ runs the generative model's own top-down path (ibid. §2.2).
 
 Generative model (top-down):
     p(z_L) = N(0, I),  p(z_l | z_{l+1}) = N(μ_p,l, σ²_p,l) by an MLP of z_{l+1},
-    p(x | z_1) = Bernoulli(decoder(z_1))  (models/vae.py's BernoulliDecoder)
+    p(x | z_1) = the pixels' `likelihood` around σ(decoder(z_1))  (models/vae.py's
+                 ImageDecoder; Bernoulli unless the config says "gaussian")
 Inference:
     bottom-up  d_1 = the study's convolutional encoder on x (models/vae.py's
                `encode_to_vector`), d_l = an MLP of d_{l-1}; each d_l gives an
@@ -19,7 +20,7 @@ passes ε = 0, the deterministic pass that feeds each layer's posterior mean dow
 
     encode    the posterior (mean, log-variance) of every layer, concatenated bottom
               layer first: [B, Σ_l n_l], the representation the metric card scores
-    decode    Bernoulli logits from the bottom latent z_1 only (the first n_1
+    decode    the pixels' logits from the bottom latent z_1 only (the first n_1
               columns): x depends on the upper layers only through z_1
     __call__  encode, then decode the posterior means
 
@@ -36,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from causal_disent.models.vae import BernoulliDecoder, check_vae_config, encode_to_vector
+from causal_disent.models.vae import ImageDecoder, check_vae_config, encode_to_vector
 
 
 def check_ladder_vae_config(model_config, image_shape) -> None:
@@ -130,6 +131,7 @@ class LadderVAE(nn.Module):
     decoder_widths: Sequence[int]
     decoder_hidden: int
     image_shape: tuple[int, int, int]
+    likelihood: str = "bernoulli"  # models/vae.LIKELIHOODS
 
     def __post_init__(self):
         check_ladder_vae_config(self, self.image_shape)
@@ -146,7 +148,7 @@ class LadderVAE(nn.Module):
         # priors[l] is p(z_l | z_{l+1}) for l < L − 1; the top layer's prior is N(0, I).
         self.priors = [TopDownPrior(width, size) for width, size in
                        zip(self.ladder_hidden[:-1], self.latent_sizes[:-1])]
-        self.decoder = BernoulliDecoder(self.decoder_widths, self.decoder_hidden,
+        self.decoder = ImageDecoder(self.decoder_widths, self.decoder_hidden,
                                         tuple(self.image_shape))
 
     def ladder_pass(self, images: jax.Array, noise: jax.Array) -> dict[str, jax.Array]:
@@ -187,8 +189,8 @@ class LadderVAE(nn.Module):
         return outputs["posterior_mean"], outputs["posterior_log_variance"]
 
     def decode(self, latents: jax.Array) -> jax.Array:
-        """Latents [B, Σ n_l] (bottom layer first) -> Bernoulli logits [B, H, W, ch] of
-        p(x | z_1): only the bottom layer's n_1 columns are read."""
+        """Latents [B, Σ n_l] (bottom layer first) -> logits [B, H, W, ch] of
+        p(x | z_1)'s pixel means: only the bottom layer's n_1 columns are read."""
         if latents.ndim != 2 or latents.shape[-1] != self.num_latents:
             raise ValueError(f"latents must be [B, {self.num_latents}]; got shape "
                              f"{latents.shape}")

@@ -9,7 +9,12 @@ decoder table of its appendix), for 64x64 images:
              (ReLU) -> dense 2·d: the mean and log-variance of q(z | x)
     decoder  dense 256 (ReLU) -> dense 4·4·64 (ReLU) -> 4x4 stride-2 transposed
              convolutions to 64, 32, 32 (ReLU) and to the image's channels: the
-             Bernoulli logits of p(x | z)
+             logits of p(x | z)'s per-pixel means
+
+p(x | z) is `likelihood`: "bernoulli" (the study's choice on every dataset, colour
+included, with the pixel values in [0, 1] as targets) or "gaussian" (a fixed variance
+around the mean σ(logits), for colour data read as continuous); objectives/vae_terms.py
+holds the two negative log-likelihoods.
 
 FactorVAE adds `LatentDiscriminator`, its network on latent samples (the study's
 MLP: 6 hidden layers of 1000 units, leaky ReLU with slope 0.2, 2 logits); its sizes
@@ -21,6 +26,7 @@ activation left open (CausalVAE's encoder and decoder have the same shape with E
 The sampling of z and the loss are objectives/vae.py's.
 """
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import flax.linen as nn
@@ -30,11 +36,18 @@ import numpy as np
 
 from causal_disent.models.conv import downsample_stack, upsample_stack
 
+# p(x | z) per pixel, around the decoder's mean σ(logits) (objectives/vae_terms.pixel_nll).
+LIKELIHOODS = ("bernoulli", "gaussian")
+
 
 def check_vae_config(model_config, image_shape) -> None:
     """Raises ValueError naming the first field of `model_config` (the section
     `vae.model`, or a VAE) that cannot build a model for images of `image_shape`
     (H, W, ch)."""
+    likelihood = getattr(model_config, "likelihood", "bernoulli")
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"vae.model.likelihood must be one of {LIKELIHOODS}, got "
+                         f"{likelihood!r}")
     for name in ("num_latents", "encoder_hidden", "decoder_hidden"):
         if getattr(model_config, name) < 1:
             raise ValueError(f"vae.model.{name} must be positive, got "
@@ -94,8 +107,9 @@ class GaussianEncoder(nn.Module):
         return mean, log_variance
 
 
-class BernoulliDecoder(nn.Module):
-    """Latents [B, d] -> Bernoulli logits [B, H, W, ch] (`decode_to_image`, ReLU)."""
+class ImageDecoder(nn.Module):
+    """Latents [B, d] -> logits [B, H, W, ch] of the pixels' means (`decode_to_image`,
+    ReLU)."""
 
     widths: Sequence[int]
     hidden: int
@@ -107,11 +121,12 @@ class BernoulliDecoder(nn.Module):
 
 
 class VAE(nn.Module):
-    """A Gaussian-posterior, Bernoulli-likelihood VAE with a N(0, I) prior.
+    """A Gaussian-posterior VAE with a N(0, I) prior and pixels p(x | z) of
+    `likelihood` (`LIKELIHOODS`).
 
     Every field but `image_shape` (the images') is a key of the config section
-    `vae.model`, which holds their values; `check_vae_config` checks them when the
-    module is constructed.
+    `vae.model`, which holds their values (`likelihood` may be left out: Bernoulli);
+    `check_vae_config` checks them when the module is constructed.
     """
 
     num_latents: int
@@ -120,6 +135,7 @@ class VAE(nn.Module):
     decoder_widths: Sequence[int]
     decoder_hidden: int
     image_shape: tuple[int, int, int]
+    likelihood: str = dataclasses.field(default="bernoulli", kw_only=True)
 
     def __post_init__(self):
         check_vae_config(self, self.image_shape)
@@ -128,7 +144,7 @@ class VAE(nn.Module):
     def setup(self):
         self.encoder = GaussianEncoder(self.encoder_widths, self.encoder_hidden,
                                        self.num_latents)
-        self.decoder = BernoulliDecoder(self.decoder_widths, self.decoder_hidden,
+        self.decoder = ImageDecoder(self.decoder_widths, self.decoder_hidden,
                                         tuple(self.image_shape))
 
     def encode(self, images: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -139,7 +155,7 @@ class VAE(nn.Module):
         return self.encoder(images)
 
     def decode(self, latents: jax.Array) -> jax.Array:
-        """Latents [B, d] -> Bernoulli logits [B, H, W, ch]."""
+        """Latents [B, d] -> logits [B, H, W, ch] of the pixels' means."""
         if latents.ndim != 2 or latents.shape[-1] != self.num_latents:
             raise ValueError(f"latents must be [B, {self.num_latents}]; got shape "
                              f"{latents.shape}")

@@ -8,13 +8,13 @@ the KL analytic between diagonal Gaussians (`gaussian_kl`), terms batch means of
 per-example sums (nats per example), reported as the VAE family reports them
 (reconstruction, kl, kl_per_latent, elbo). β = 1 is the iVAE.
 
-  ivae_loss         images (models/ivae.IVAE, the `vae` stage's "ivae"): Bernoulli
-                    pixels, q(z | x), batch {"image", "auxiliary"}
+  ivae_loss         images (models/ivae.IVAE, the `vae` stage's "ivae"): the model's
+                    pixel likelihood, q(z | x), batch {"image", "auxiliary"}
   vector_ivae_loss  vectors (models/ivae.VectorIVAE): Gaussian p(x | z) of the model's
                     fixed variance, q(z | x, u), batch {"x", "auxiliary"}; with the
                     plain-VAE network it is the VAE's loss
 
-The sample, the Bernoulli NLL, the KL and the reported metrics are the family's
+The sample, the pixels' NLL, the KL and the reported metrics are the family's
 (objectives/vae_terms.py); tests/objectives/test_ivae_objective.py checks that the
 loss equals β-VAE's when p(z | u) is N(0, I).
 """
@@ -27,8 +27,8 @@ import jax.numpy as jnp
 
 from causal_disent.objectives.vae_terms import (
     batch_elbo_metrics,
-    bernoulli_nll,
     gaussian_kl,
+    pixel_nll,
     reparameterise,
 )
 from causal_disent.utils.images import images_to_unit_range
@@ -59,8 +59,8 @@ def ivae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
     logits = model.apply(variables, reparameterise(rng, mean, log_variance),
                          method=model.decode)
     prior_mean, prior_log_variance = model.apply(variables, auxiliary, method=model.prior)
-    metrics = batch_elbo_metrics(bernoulli_nll(logits, images),
-                           gaussian_kl(mean, log_variance, prior_mean, prior_log_variance))
+    metrics = batch_elbo_metrics(pixel_nll(model.likelihood, logits, images),
+                                 gaussian_kl(mean, log_variance, prior_mean, prior_log_variance))
     return metrics["reconstruction"] + beta * metrics["kl"], metrics
 
 

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from causal_disent.objectives.vae_terms import batch_elbo_metrics, bernoulli_nll, gaussian_kl
+from causal_disent.objectives.vae_terms import batch_elbo_metrics, gaussian_kl, pixel_nll
 from causal_disent.utils.images import images_to_unit_range
 
 
@@ -50,7 +50,7 @@ def ladder_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Modu
     noise = jax.random.normal(rng, (images.shape[0], model.num_latents), images.dtype)
     outputs = model.apply({"params": params}, images, noise, method=model.ladder_pass)
     metrics = batch_elbo_metrics(
-        bernoulli_nll(outputs["logits"], images),
+        pixel_nll(model.likelihood, outputs["logits"], images),
         gaussian_kl(outputs["posterior_mean"], outputs["posterior_log_variance"],
                     outputs["prior_mean"], outputs["prior_log_variance"]))
     weight = kl_warmup_weight(step, warmup_steps)

@@ -4,7 +4,8 @@ loss's keyword weights (`bind_loss`).
 
 Every loss is built from the same pieces (objectives/vae_terms.py), for a Gaussian
 posterior q(z | x) = N(μ, diag σ²), a N(0, I) prior (but iVAE's and LadderVAE's, in
-their own modules) and Bernoulli pixels: the reparameterised sample, the pixels'
+their own modules) and the model's pixel likelihood (Bernoulli unless
+`vae.model.likelihood` says "gaussian"): the reparameterised sample, the pixels'
 −log p(x | z) and the analytic KL per latent.
 
 β-VAE (Higgins et al., "β-VAE: Learning Basic Visual Concepts with a Constrained
@@ -42,8 +43,8 @@ from causal_disent.objectives.ivae import ivae_loss
 from causal_disent.objectives.ladder_vae import ladder_vae_loss
 from causal_disent.objectives.vae_terms import (
     batch_elbo_metrics,
-    bernoulli_nll,
     gaussian_kl_to_standard_normal,
+    pixel_nll,
     reparameterise,
 )
 from causal_disent.utils.images import images_to_unit_range
@@ -59,7 +60,7 @@ def sampled_terms(params: dict, batch: dict, rng: jax.Array, model: nn.Module) -
     logits = model.apply(variables, latents, method=model.decode)
     return {
         "mean": mean, "log_variance": log_variance, "z": latents,
-        "reconstruction": bernoulli_nll(logits, images),
+        "reconstruction": pixel_nll(model.likelihood, logits, images),
         "kl": gaussian_kl_to_standard_normal(mean, log_variance),
     }
 

@@ -79,6 +79,7 @@ class LinearLadder(nn.Module):
 
     latent_sizes = (2, 1)
     num_latents = 3
+    likelihood = "bernoulli"
 
     def setup(self):
         for name, shape in PARAMS_SHAPES.items():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from causal_disent.objectives import vae as vae_objectives
+from causal_disent.objectives import vae_terms
 
 MEAN = np.array([[0.0, 1.0], [-2.0, 0.5]], np.float32)
 LOG_VARIANCE = np.array([[0.0, np.log(4.0)], [-1.0, 0.3]], np.float32)
@@ -36,15 +37,47 @@ def test_gaussian_kl_to_standard_normal_by_hand():
 def test_bernoulli_nll_by_hand():
     logits = np.array([[[[0.0], [2.0]], [[-3.0], [0.5]]]], np.float32)  # [1, 2, 2, 1]
     images = np.array([[[[1.0], [0.0]], [[0.0], [1.0]]]], np.float32)
-    nll = vae_objectives.bernoulli_nll(logits, images)
+    nll = vae_terms.bernoulli_nll(logits, images)
     np.testing.assert_allclose(nll, numpy_bernoulli_nll(logits, images), rtol=1e-6)
     # σ(0) = ½ for a white pixel costs log 2.
     np.testing.assert_allclose(
-        vae_objectives.bernoulli_nll(np.zeros((1, 1, 1, 1), np.float32),
-                                     np.ones((1, 1, 1, 1), np.float32)),
+        vae_terms.bernoulli_nll(np.zeros((1, 1, 1, 1), np.float32),
+                                np.ones((1, 1, 1, 1), np.float32)),
         [np.log(2)], rtol=1e-6)
     with pytest.raises(ValueError, match="differ in shape"):
-        vae_objectives.bernoulli_nll(logits, images[:, :1])
+        vae_terms.bernoulli_nll(logits, images[:, :1])
+
+
+def numpy_gaussian_nll(logits, images, variance=0.5):
+    """Σ_pixels −log N(x; σ(l), variance) per image, float64."""
+    mean = 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
+    terms = (images - mean) ** 2 / (2 * variance) + 0.5 * np.log(2 * np.pi * variance)
+    return terms.reshape(len(terms), -1).sum(axis=1)
+
+
+def test_gaussian_nll_by_hand():
+    logits = np.array([[[[0.0], [2.0]], [[-3.0], [0.5]]]], np.float32)
+    images = np.array([[[[1.0], [0.0]], [[0.3], [1.0]]]], np.float32)
+    nll = vae_terms.gaussian_nll(logits, images)
+    np.testing.assert_allclose(nll, numpy_gaussian_nll(logits, images), rtol=1e-6)
+    # σ(0) = ½ against a white pixel, σ² = ½: (½)² / (2·½) + ½ log(2π·½) = ¼ + ½ log π.
+    np.testing.assert_allclose(
+        vae_terms.gaussian_nll(np.zeros((1, 1, 1, 1), np.float32),
+                               np.ones((1, 1, 1, 1), np.float32)),
+        [0.25 + 0.5 * np.log(np.pi)], rtol=1e-6)
+    with pytest.raises(ValueError, match="differ in shape"):
+        vae_terms.gaussian_nll(logits, images[:, :1])
+
+
+def test_pixel_nll_is_the_named_likelihood():
+    logits = np.array([[[[0.4], [-1.0]]]], np.float32)
+    images = np.array([[[[1.0], [0.2]]]], np.float32)
+    np.testing.assert_allclose(vae_terms.pixel_nll("bernoulli", logits, images),
+                               numpy_bernoulli_nll(logits, images), rtol=1e-6)
+    np.testing.assert_allclose(vae_terms.pixel_nll("gaussian", logits, images),
+                               numpy_gaussian_nll(logits, images), rtol=1e-6)
+    with pytest.raises(ValueError, match="unknown likelihood 'poisson'"):
+        vae_terms.pixel_nll("poisson", logits, images)
 
 
 def test_reparameterised_sample_is_mean_plus_sigma_times_noise():
@@ -57,6 +90,8 @@ def test_reparameterised_sample_is_mean_plus_sigma_times_noise():
 class LinearVAE(nn.Module):
     """A stand-in with the VAE's interface and known parameters: 2x2x1 images, linear
     maps to (mean, log-variance) and back to logits."""
+
+    likelihood: str = "bernoulli"
 
     def setup(self):
         self.to_mean = self.param("to_mean", nn.initializers.zeros, (4, 2))
@@ -80,17 +115,20 @@ BATCH = {"image": np.array([[[[255], [0]], [[0], [255]]], [[[0], [0]], [[255], [
                            np.uint8)}
 
 
-def test_beta_vae_loss_equals_the_hand_computation():
+@pytest.mark.parametrize("likelihood, numpy_nll", [("bernoulli", numpy_bernoulli_nll),
+                                                   ("gaussian", numpy_gaussian_nll)])
+def test_beta_vae_loss_equals_the_hand_computation(likelihood, numpy_nll):
     rng, beta = jax.random.key(7), 4.0
-    loss, metrics = vae_objectives.beta_vae_loss(PARAMS, BATCH, rng, model=LinearVAE(),
+    loss, metrics = vae_objectives.beta_vae_loss(PARAMS, BATCH, rng,
+                                                 model=LinearVAE(likelihood=likelihood),
                                                  beta=beta)
     # By hand: x in [0, 1], (μ, log σ²) = x·W, z = μ + σ·ε with the loss's noise,
-    # logits = z·V; per image Σ BCE and Σ_j KL_j; batch means; + β·KL.
+    # logits = z·V; per image the pixels' NLL and Σ_j KL_j; batch means; + β·KL.
     x = BATCH["image"].reshape(2, 4).astype(np.float64) / 255.0
     mean, log_variance = x @ PARAMS["to_mean"], x @ PARAMS["to_log_variance"]
     noise = np.asarray(jax.random.normal(rng, (2, 2)), np.float64)
     z = mean + np.exp(0.5 * log_variance) * noise
-    reconstruction = numpy_bernoulli_nll(z @ PARAMS["to_logits"], x).mean()
+    reconstruction = numpy_nll(z @ PARAMS["to_logits"], x).mean()
     kl_per_latent = numpy_kl(mean, log_variance).mean(axis=0)
     np.testing.assert_allclose(metrics["reconstruction"], reconstruction, rtol=1e-5)
     np.testing.assert_allclose(metrics["kl_per_latent"], kl_per_latent, rtol=1e-5)

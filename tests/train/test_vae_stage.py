@@ -1,6 +1,6 @@
 """The `vae` stage (β-VAE): one step is an Adam step on the bound loss, a tiny run end
 to end (results, figure, rerun skipped), its metric card, and bad configs refused
-before compiling; the later models' step (AnnealedVAE's step from the state), a
+before compiling; a tiny run with Gaussian pixels on colour images; the later models' step (AnnealedVAE's step from the state), a
 tiny β-TCVAE run, and FactorVAE's step (both networks, each by its own Adam), tiny
 run and metric card. Tiny networks (configs/*_dsprites_synth.py:tiny)."""
 
@@ -21,6 +21,7 @@ from configs import (
     annealedvae_dsprites_synth,
     betatcvae_dsprites_synth,
     betavae_dsprites_synth,
+    betavae_shapes3d_synth,
     factorvae_dsprites_synth,
 )
 
@@ -66,6 +67,7 @@ def test_tiny_end_to_end_run_writes_results_and_figure(tiny_run):
     for key in ("test_bce", "test_mse", "test_kl"):
         assert np.isfinite(saved[key]), key
     assert 0 <= saved["test_mse"] <= 1 and saved["test_bce"] > 0
+    assert saved["test_nll"] == saved["test_bce"]  # Bernoulli pixels
     assert len(saved["test_kl_per_latent"]) == 3
     np.testing.assert_allclose(sum(saved["test_kl_per_latent"]), saved["test_kl"], atol=1e-3)
     assert (workdir / "figures" / "vae_reconstructions.png").stat().st_size > 0
@@ -118,6 +120,8 @@ def test_negative_beta_is_refused_before_compiling(tmp_path):
 
 @pytest.mark.parametrize("override, message", [
     (lambda c: setattr(c.vae.model, "num_latents", 0), "vae.model.num_latents must be positive"),
+    (lambda c: setattr(c.vae.model, "likelihood", "poisson"),
+     "vae.model.likelihood must be one of .'bernoulli', 'gaussian'., got 'poisson'"),
     (lambda c: setattr(c.vae.model, "encoder_widths", (4,) * 7),
      "vae.model.encoder_widths has 7 stride-2 layers.*divisible by 128; got 64x64"),
     (lambda c: setattr(c.vae.objective, "name", "betavae"), "vae.objective.name 'betavae'"),
@@ -129,6 +133,18 @@ def test_bad_config_fails_before_compiling(override, message, tmp_path):
     override(config)
     with pytest.raises(stages.InvalidRunError, match=message):
         stages.validate(config, tmp_path, stages.make_data_mesh())
+
+
+def test_tiny_run_with_gaussian_pixels_on_colour_images(tmp_path):
+    config = betavae_shapes3d_synth.get_config("tiny")
+    config.vae.model.likelihood = "gaussian"
+    results = stages.run(config, tmp_path)["vae"]
+    # σ² = ½: −log p(x | z) = Σ (x − σ(logits))² + ½ log π per pixel, so the test NLL is
+    # N·(MSE + ½ log π) over the N = 64·64·3 values of an image.
+    values = 64 * 64 * 3
+    assert results["test_nll"] == pytest.approx(
+        values * (results["test_mse"] + 0.5 * np.log(np.pi)), rel=1e-4)
+    assert np.isfinite(results["test_bce"]) and results["test_bce"] != results["test_nll"]
 
 
 def tiny_state_and_batch(config):

@@ -1,0 +1,108 @@
+"""Scores of several trained runs side by side: each group of runs (the seeds of one
+model) reduced to mean ± sample standard deviation per headline score, for tables
+such as the README's. The command is causal_disent/summarize.py.
+
+A run is a workdir holding a metric card (causal_disent/evaluate.py) and the stage's
+results.json; a workdir of a many-seed run (`config.num_seeds` > 1, runs/seeds.py)
+stands for all its seeds. A metric card file of the identity or random
+representation (`evaluate --model=identity|random`) is a run with scores only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from causal_disent.evaluation.metrics import METRICS
+from causal_disent.runs.seeds import SEED_WORKDIR
+
+CARD_FILE = "metrics_card.json"
+RESULTS_FILE = "results.json"
+# Scalars of results.json quoted beside the card's (the test split's reconstruction).
+RESULT_KEYS = ("test_bce",)
+
+
+def expand_runs(path: str | Path) -> list[Path]:
+    """The runs `path` stands for: a many-seed run's seed workdirs in seed order, else
+    [path] (a workdir or a card file). FileNotFoundError if it does not exist."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: give a workdir of "
+                                f"causal_disent.main or a metric card file")
+    seeds_dir = path / Path(SEED_WORKDIR).parent
+    if path.is_dir() and seeds_dir.is_dir():
+        seed_dirs = [d for d in seeds_dir.iterdir() if d.is_dir() and d.name.startswith("seed_")]
+        return sorted(seed_dirs, key=lambda d: int(d.name.removeprefix("seed_")))
+    return [path]
+
+
+def read_run_scores(run: Path, representation: str | None = None) -> dict[str, float]:
+    """{column: value}: the headline scores of `run`'s card (`representation`, or the
+    card's first) as "<metric>.<score>", plus RESULT_KEYS from its results.json when
+    it has one. FileNotFoundError naming the command that writes a missing card."""
+    card_path = run if run.is_file() else run / CARD_FILE
+    if not card_path.is_file():
+        raise FileNotFoundError(
+            f"no {CARD_FILE} in {run}: score the run first with "
+            f"`python -m causal_disent.evaluate --workdir={run} --metrics=all`")
+    card = json.loads(card_path.read_text())
+    cards = card["representations"]
+    name = representation or next(iter(cards))
+    if name not in cards:
+        raise ValueError(f"{card_path} has no representation {name!r}; it has "
+                       f"{', '.join(cards)}")
+    scores = {}
+    for metric, entry in cards[name]["metrics"].items():
+        for key in METRICS[metric].headline:
+            if key in entry["scores"]:
+                scores[f"{metric}.{key}"] = float(entry["scores"][key])
+    results_path = run / RESULTS_FILE if run.is_dir() else None
+    if results_path is not None and results_path.is_file():
+        for stage_results in json.loads(results_path.read_text()).values():
+            for key in RESULT_KEYS:
+                if key in stage_results:
+                    scores[key] = float(stage_results[key])
+    return scores
+
+
+def aggregate(runs_scores: Sequence[dict[str, float]]) -> dict[str, tuple[float, float, int]]:
+    """{column: (mean, sample std (NaN for one run), n)} over the runs that have it."""
+    columns = dict.fromkeys(key for scores in runs_scores for key in scores)
+    summary = {}
+    for column in columns:
+        values = np.array([s[column] for s in runs_scores if column in s], np.float64)
+        spread = float(values.std(ddof=1)) if len(values) > 1 else math.nan
+        summary[column] = (float(values.mean()), spread, len(values))
+    return summary
+
+
+def format_cell(mean: float, spread: float, digits: int) -> str:
+    """"m ± s" (or "m" for one run) with `digits` decimals."""
+    if math.isnan(spread):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {spread:.{digits}f}"
+
+
+def markdown_table(groups: Sequence[tuple[str, dict[str, tuple[float, float, int]]]],
+                   digits: int = 3) -> str:
+    """A markdown table, one row per (label, aggregate), one column per score any group
+    has (card order, then RESULT_KEYS), with the number of runs; "–" where a group
+    lacks a score. Scores over 10 (the NLLs) get one decimal."""
+    columns = list(dict.fromkeys(column for _, summary in groups for column in summary))
+    lines = ["| runs | n | " + " | ".join(columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for label, summary in groups:
+        count = max((n for _, _, n in summary.values()), default=0)
+        cells = []
+        for column in columns:
+            if column not in summary:
+                cells.append("–")
+                continue
+            mean, spread, _ = summary[column]
+            cells.append(format_cell(mean, spread, 1 if abs(mean) >= 10 else digits))
+        lines.append(f"| {label} | {count} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

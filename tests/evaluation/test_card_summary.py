@@ -1,0 +1,98 @@
+"""Runs' scores side by side (evaluation/card_summary.py, causal_disent/summarize.py):
+cards and results written by hand, a many-seed workdir expanded to its seeds, mean
+and sample std against NumPy, and the errors for missing runs and cards."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from causal_disent.evaluation import card_summary
+from causal_disent.summarize import parse_group
+
+
+def write_run(workdir, mig, dci, test_bce=None):
+    """A scored run: a card with MIG and DCI for encoder_mean, and results.json."""
+    workdir.mkdir(parents=True)
+    metrics = {
+        "mig": {"scores": {"discrete_mig": mig}},
+        "dci": {"scores": {"disentanglement": dci, "completeness": 0.5,
+                           "informativeness_train": 0.9, "informativeness_test": 0.8}},
+    }
+    card = {"model": "trained", "representations": {"encoder_mean": {"metrics": metrics}}}
+    (workdir / "metrics_card.json").write_text(json.dumps(card))
+    if test_bce is not None:
+        (workdir / "results.json").write_text(json.dumps({"vae": {"test_bce": test_bce,
+                                                                  "num_images": 8}}))
+    return workdir
+
+
+def test_a_run_gives_its_headline_scores_and_test_nll(tmp_path):
+    run = write_run(tmp_path / "w", mig=0.2, dci=0.4, test_bce=70.0)
+    assert card_summary.read_run_scores(run) == {
+        "mig.discrete_mig": 0.2, "dci.disentanglement": 0.4, "dci.completeness": 0.5,
+        "dci.informativeness_test": 0.8, "test_bce": 70.0}  # not informativeness_train
+
+
+def test_a_many_seed_workdir_stands_for_its_seeds_in_seed_order(tmp_path):
+    for seed in (10, 2, 1):
+        write_run(tmp_path / "w" / "seeds" / f"seed_{seed}", mig=0.1, dci=0.1)
+    runs = card_summary.expand_runs(tmp_path / "w")
+    assert [run.name for run in runs] == ["seed_1", "seed_2", "seed_10"]
+    assert card_summary.expand_runs(runs[0]) == [runs[0]]
+
+
+def test_aggregate_is_the_mean_and_sample_std_over_runs(tmp_path):
+    values = [(0.1, 0.3, 60.0), (0.2, 0.5, 70.0), (0.6, 0.4, 80.0)]
+    runs = [write_run(tmp_path / f"w{k}", mig=m, dci=d, test_bce=b)
+            for k, (m, d, b) in enumerate(values)]
+    summary = card_summary.aggregate([card_summary.read_run_scores(run) for run in runs])
+    mig = np.array([v[0] for v in values])
+    mean, spread, count = summary["mig.discrete_mig"]
+    assert (mean, count) == (pytest.approx(mig.mean()), 3)
+    assert spread == pytest.approx(mig.std(ddof=1))
+    assert np.isnan(card_summary.aggregate([{"a": 1.0}])["a"][1])  # one run: no spread
+
+
+def test_markdown_table_rows_columns_and_missing_cells(tmp_path):
+    trained = card_summary.aggregate([{"mig.discrete_mig": 0.1, "test_bce": 70.0},
+                                      {"mig.discrete_mig": 0.3, "test_bce": 72.0}])
+    identity = card_summary.aggregate([{"mig.discrete_mig": 0.9}])
+    table = card_summary.markdown_table([("model", trained), ("identity", identity)])
+    lines = table.splitlines()
+    assert lines[0] == "| runs | n | mig.discrete_mig | test_bce |"
+    assert lines[2] == "| model | 2 | 0.200 ± 0.141 | 71.0 ± 1.4 |"
+    assert lines[3] == "| identity | 1 | 0.900 | – |"
+
+
+def test_missing_run_card_and_representation_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        card_summary.expand_runs(tmp_path / "nowhere")
+    (tmp_path / "unscored").mkdir()
+    with pytest.raises(FileNotFoundError, match="causal_disent.evaluate --workdir="):
+        card_summary.read_run_scores(tmp_path / "unscored")
+    run = write_run(tmp_path / "w", mig=0.1, dci=0.1)
+    with pytest.raises(ValueError, match="no representation 'concepts'; it has encoder_mean"):
+        card_summary.read_run_scores(run, "concepts")
+
+
+def test_group_arguments():
+    assert parse_group("beta-VAE=a, b") == ("beta-VAE", ["a", "b"])
+    assert parse_group("a,b") == ("a,b", ["a", "b"])
+    with pytest.raises(ValueError, match="names no run"):
+        parse_group("label=")
+
+
+def test_command_prints_the_table_and_refuses_an_unscored_run(tmp_path):
+    write_run(tmp_path / "w" / "seeds" / "seed_0", mig=0.1, dci=0.2, test_bce=60.0)
+    write_run(tmp_path / "w" / "seeds" / "seed_1", mig=0.3, dci=0.2, test_bce=62.0)
+    command = [sys.executable, "-m", "causal_disent.summarize"]
+    done = subprocess.run(command + [f"--group=VAE={tmp_path / 'w'}"], capture_output=True,
+                          text=True, check=True)
+    assert "| VAE | 2 | 0.200 ± 0.141 | 0.200 ± 0.000 |" in done.stdout
+    (tmp_path / "bare").mkdir()
+    failed = subprocess.run(command + [f"--group={tmp_path / 'bare'}"], capture_output=True,
+                            text=True)
+    assert failed.returncode != 0 and "no metrics_card.json" in failed.stderr

@@ -56,6 +56,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     objective.name = "beta_vae"  # a key of objectives/vae.LOSSES
     objective.beta = 4.0  # the loss's weights follow its name
 
+    # Consistency training (objectives/consistency.py), off at weight 0; the paper's
+    # "+ consistency" is 4 (invariance: XC-I, equivariance: XC-E).
+    consistency = cfg.consistency = ml_collections.ConfigDict()
+    consistency.invariance_weight = 0.0
+    consistency.equivariance_weight = 0.0
+    consistency.prior = "hybrid"  # base samples: "hybrid" | "posterior"
+
     optim = cfg.optim = ml_collections.ConfigDict()
     optim.learning_rate = 1e-4  # constant
     optim.b1 = 0.9

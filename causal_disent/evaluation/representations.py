@@ -225,11 +225,20 @@ def causalvae_representations(model, params, batch_size: int = 256) -> dict[str,
 
 def vae_representations(model, params, batch_size: int = 256) -> dict[str, ImageRepresentation]:
     """{"encoder_mean"} of a trained model of the VAE family (models/vae.py): the mean
-    of q(z | x) [d], the representation Locatello et al. (ICML 2019) score."""
+    of q(z | x) [d], the representation Locatello et al. (ICML 2019) score; for a model
+    with an XBlock (XAE, XVAE) also "causal_units", its Z of that mean."""
 
     def encoder_mean(params, images):
         return model.apply(params, images, method=model.encode)[0]
 
-    return {"encoder_mean": ImageRepresentation(
+    def causal_units(params, images):
+        return model.apply(params, encoder_mean(params, images), method=model.causes)
+
+    found = {"encoder_mean": ImageRepresentation(
         "encoder_mean", "mean of q(z | x), all d latents", encoder_mean, {"params": params},
         batch_size)}
+    if getattr(model, "xblock", None) is not None:
+        found["causal_units"] = ImageRepresentation(
+            "causal_units", "the XBlock's causal units Z of the encoder mean",
+            causal_units, {"params": params}, batch_size)
+    return found

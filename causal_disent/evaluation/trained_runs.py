@@ -8,8 +8,9 @@ its config, dataset, representations and model-specific causal scores.
 The run's model family comes from its stages: "causalvae" -> the CausalVAE (or the
 baseline variant it was trained as); "ct" or "mcqvae" -> the MCQ-VAE of stage 1,
 whose codes are the CT-VAE's causal variables (with the CT layer's action and
-factor accuracy when stage 2 is trained); "vae" -> the VAE baseline (β-VAE, ...),
-which has no causal scores.
+factor accuracy when stage 2 is trained); "vae" -> the VAE family (β-VAE, ..., the
+AE and the X-models), whose causal scores are the interventional-consistency scores
+INV / EQV / SCN (evaluation/consistency_scores.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ import numpy as np
 from jax.sharding import Mesh
 
 from causal_disent.data import registry, splits, transitions
-from causal_disent.evaluation import causalvae_evaluation, ct_evaluation, representations
+from causal_disent.evaluation import (
+    causalvae_evaluation,
+    consistency_scores,
+    ct_evaluation,
+    representations,
+)
 from causal_disent.evaluation.ct_retrieval import make_encoder
 from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.runs import ct as ct_run
@@ -125,7 +131,14 @@ def _ctvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
 
 def _vae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
     model, params = vae_run.load_trained(config, workdir, mesh, dataset)
+    params = jax.device_get(params)
+
+    def causal_scores() -> dict:
+        split = splits.dataset_split(dataset, config.data.split_fractions,
+                                     config.data.split_seed)
+        return {"consistency": consistency_scores.score_test_images(
+            model, params, dataset, split["test"], config.seed, batch_size)}
+
     return TrainedRun(workdir, config, "vae", dataset,
-                      representations.vae_representations(model, jax.device_get(params),
-                                                          batch_size),
-                      causal_scores=dict)
+                      representations.vae_representations(model, params, batch_size),
+                      causal_scores)

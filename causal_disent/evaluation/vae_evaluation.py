@@ -15,7 +15,7 @@ from causal_disent.objectives.vae_terms import (
 
 
 def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
-                 batch_size: int) -> dict:
+                 batch_size: int, variational: bool = True) -> dict:
     """Scores `model` on dataset images `indices` in padded batches sharded over `mesh`,
     decoding the posterior mean (deterministic, so a function of the parameters).
 
@@ -24,7 +24,8 @@ def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
     test_nll, the NLL under the model's own `likelihood` (test_bce for Bernoulli
     pixels); test_mse, per pixel of σ(logits); test_kl, KL(q(z | x) ‖
     N(0, I)) per image, and test_kl_per_latent [d], its share per latent (a latent
-    near 0 is unused): all means over the images.
+    near 0 is unused): all means over the images. A deterministic encoder
+    (`variational` False: the AE) has no KL, and no test_kl keys.
     """
 
     def batch_sums(params, images, valid):
@@ -40,11 +41,13 @@ def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
 
     totals = sum_over_images(batch_sums, params, dataset, indices, mesh, batch_size)
     means = jax.tree.map(lambda total: np.asarray(total, np.float64) / len(indices), totals)
-    return {
+    scores = {
         "num_images": int(len(indices)),
         "test_bce": float(means["bce"]),
         "test_nll": float(means["nll"]),
         "test_mse": float(means["mse"]),
-        "test_kl": float(means["kl_per_latent"].sum()),
-        "test_kl_per_latent": means["kl_per_latent"].round(4).tolist(),
     }
+    if variational:
+        scores["test_kl"] = float(means["kl_per_latent"].sum())
+        scores["test_kl_per_latent"] = means["kl_per_latent"].round(4).tolist()
+    return scores

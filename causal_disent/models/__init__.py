@@ -16,6 +16,7 @@ from causal_disent.models.causalvae import CausalVAE, check_causalvae_config
 from causal_disent.models.ct_layer import CausalTransition, check_ct_config
 from causal_disent.models.mcqvae import MCQVAE, check_mcqvae_config
 from causal_disent.models.vae import VAE, check_vae_config
+from causal_disent.models.xblock import XBlock
 
 __all__ = [
     "build_causalvae",
@@ -61,6 +62,19 @@ def build_causalvae(
     return CausalVAE(**module_fields(model_config), image_shape=tuple(image_shape))
 
 
+def vae_fields(model_config: ml_collections.ConfigDict) -> dict:
+    """`module_fields` of the section `vae.model` of a models/vae.VAE (or subclass),
+    its subsection `xblock`, if any, built into the XBlock over num_latents units."""
+    fields = module_fields(model_config)
+    if "xblock" in fields:
+        block = module_fields(model_config.xblock)
+        if block.get("allowed_parents") is not None:  # hashable: tuples of tuples
+            block["allowed_parents"] = tuple(map(tuple, block["allowed_parents"]))
+        fields["xblock"] = XBlock(num_units=model_config.num_latents, **block)
+    return fields
+
+
 def build_vae(model_config: ml_collections.ConfigDict, image_shape: tuple[int, int, int]) -> VAE:
-    """The VAE of `config.vae.model` for images of `image_shape` (H, W, ch)."""
-    return VAE(**module_fields(model_config), image_shape=tuple(image_shape))
+    """The VAE (an XVAE / XAE with the subsection `xblock`) of `config.vae.model` for
+    images of `image_shape` (H, W, ch)."""
+    return VAE(**vae_fields(model_config), image_shape=tuple(image_shape))

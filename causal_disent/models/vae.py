@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from causal_disent.models.conv import downsample_stack, upsample_stack
+from causal_disent.models.xblock import XBlock
 
 # p(x | z) per pixel, around the decoder's mean σ(logits) (objectives/vae_terms.pixel_nll).
 LIKELIHOODS = ("bernoulli", "gaussian")
@@ -136,9 +137,15 @@ class VAE(nn.Module):
     decoder_hidden: int
     image_shape: tuple[int, int, int]
     likelihood: str = dataclasses.field(default="bernoulli", kw_only=True)
+    # XAE / XVAE: the explicit causal latent block between the latents and the decoder
+    # (models/xblock.py); its num_units must be num_latents.
+    xblock: XBlock | None = dataclasses.field(default=None, kw_only=True)
 
     def __post_init__(self):
         check_vae_config(self, self.image_shape)
+        if self.xblock is not None and self.xblock.num_units != self.num_latents:
+            raise ValueError(f"the XBlock has {self.xblock.num_units} units but the model "
+                             f"{self.num_latents} latents (vae.model.num_latents)")
         super().__post_init__()
 
     def setup(self):
@@ -154,12 +161,18 @@ class VAE(nn.Module):
                              f"floats in [0, 1]; got shape {images.shape}")
         return self.encoder(images)
 
+    def causes(self, latents: jax.Array) -> jax.Array:
+        """What the decoder reads: the XBlock's causal units X(latents) [B, d·unit
+        size], or the latents themselves without one."""
+        return latents if self.xblock is None else self.xblock(latents)
+
     def decode(self, latents: jax.Array) -> jax.Array:
-        """Latents [B, d] -> logits [B, H, W, ch] of the pixels' means."""
+        """Latents [B, d] -> logits [B, H, W, ch] of the pixels' means (through the
+        XBlock when there is one)."""
         if latents.ndim != 2 or latents.shape[-1] != self.num_latents:
             raise ValueError(f"latents must be [B, {self.num_latents}]; got shape "
                              f"{latents.shape}")
-        return self.decoder(latents)
+        return self.decoder(self.causes(latents))
 
     def __call__(self, images: jax.Array) -> dict[str, jax.Array]:
         """The deterministic pass (z = the posterior mean), for evaluation and figures:

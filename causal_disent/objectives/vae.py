@@ -39,6 +39,7 @@ from causal_disent.objectives.factor_vae import (
     discriminator_cross_entropy,
     permute_dims,
 )
+from causal_disent.models.xblock import MASK_RNG
 from causal_disent.objectives.ivae import ivae_loss
 from causal_disent.objectives.ladder_vae import ladder_vae_loss
 from causal_disent.objectives.vae_terms import (
@@ -57,7 +58,9 @@ def sampled_terms(params: dict, batch: dict, rng: jax.Array, model: nn.Module) -
     variables = {"params": params}
     mean, log_variance = model.apply(variables, images, method=model.encode)
     latents = reparameterise(rng, mean, log_variance)
-    logits = model.apply(variables, latents, method=model.decode)
+    # An XBlock's mask is sampled from its own stream (models without one ignore it).
+    logits = model.apply(variables, latents, method=model.decode,
+                         rngs={MASK_RNG: jax.random.fold_in(rng, 1)})
     return {
         "mean": mean, "log_variance": log_variance, "z": latents,
         "reconstruction": pixel_nll(model.likelihood, logits, images),
@@ -68,6 +71,20 @@ def sampled_terms(params: dict, batch: dict, rng: jax.Array, model: nn.Module) -
 def elbo_metrics(terms: dict) -> dict:
     """`batch_elbo_metrics` of `sampled_terms`' reconstruction and kl."""
     return batch_elbo_metrics(terms["reconstruction"], terms["kl"])
+
+
+def autoencoder_loss(params: dict, batch: dict, rng: jax.Array, *,
+                     model: nn.Module) -> tuple[jax.Array, dict]:
+    """The deterministic autoencoder (AE; with an XBlock the XAE of "Interventional
+    consistency in autoencoders", ICLR 2021 submission, §4.1): −log p(x | D(μ(x))),
+    the encoder's mean decoded, no sampling and no KL. The encoder's log-variance head
+    is unused (and untrained). `rng` only samples an XBlock's mask."""
+    images = images_to_unit_range(batch["image"])
+    variables = {"params": params}
+    mean, _ = model.apply(variables, images, method=model.encode)
+    logits = model.apply(variables, mean, method=model.decode, rngs={MASK_RNG: rng})
+    reconstruction = jnp.mean(pixel_nll(model.likelihood, logits, images))
+    return reconstruction, {"reconstruction": reconstruction}
 
 
 def beta_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,
@@ -237,6 +254,7 @@ def factor_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Modu
 
 # name (config.vae.objective.name) -> loss(params, batch, rng, *, model, **weights)
 LOSSES: dict[str, Callable] = {
+    "ae": autoencoder_loss,
     "beta_vae": beta_vae_loss,
     "annealed_vae": annealed_vae_loss,
     "beta_tc_vae": beta_tc_vae_loss,
@@ -251,6 +269,15 @@ LOSSES: dict[str, Callable] = {
 # the stage knows (the training step, the training split's number of images, the
 # discriminator of a loss that trains one).
 CONTEXT_ARGUMENTS = ("model", "step", "dataset_size", "discriminator")
+
+
+# Losses of a deterministic encoder: no posterior variance, so no KL to report.
+DETERMINISTIC_LOSSES = ("ae",)
+
+
+def is_variational(name: str) -> bool:
+    """Whether loss `name` trains q(z | x) as a distribution (all but the AE's)."""
+    return name not in DETERMINISTIC_LOSSES
 
 
 def takes_argument(loss: Callable, name: str) -> bool:

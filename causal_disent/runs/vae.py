@@ -55,6 +55,9 @@ def build_conv_vae(config: ml_collections.ConfigDict, dataset):
 
 def build_ladder_vae(config: ml_collections.ConfigDict, dataset) -> LadderVAE:
     """models/ladder_vae.LadderVAE from `vae.model`, for the dataset's images."""
+    if "xblock" in config.vae.model:
+        raise ValueError("vae.model.xblock is set, but the 'ladder_vae' loss's LadderVAE "
+                         "takes no XBlock: remove it (XBlocks go on the VAE and AE)")
     return LadderVAE(**models.module_fields(config.vae.model),
                      image_shape=tuple(dataset.image_shape))
 
@@ -62,7 +65,7 @@ def build_ladder_vae(config: ml_collections.ConfigDict, dataset) -> LadderVAE:
 def build_ivae(config: ml_collections.ConfigDict, dataset) -> IVAE:
     """models/ivae.IVAE from `vae.model`, for the dataset's images, its prior on the
     one-hot factor `vae.auxiliary.factor`; ValueError if that is missing."""
-    return IVAE(**models.module_fields(config.vae.model), image_shape=tuple(dataset.image_shape),
+    return IVAE(**models.vae_fields(config.vae.model), image_shape=tuple(dataset.image_shape),
                 auxiliary_size=auxiliary_size(config, dataset))
 
 

@@ -8,8 +8,11 @@ loss that declares `step` (AnnealedVAE) gets the train state's step, one that de
 `dataset_size` (β-TCVAE) the training split's number of images. FactorVAE's loss also
 trains its discriminator (`vae.discriminator`, its own Adam): the same step updates
 both parameter groups (runs/vae.py), and only the VAE's are evaluated.
-Results go to WORKDIR/results.json under "vae", the figure of test images and their
-reconstructions to WORKDIR/figures/vae_reconstructions.png.
+With the section `vae.consistency`, the loss also carries the consistency penalties
+(objectives/consistency.py). Results go to WORKDIR/results.json under "vae", with the
+interventional-consistency scores (evaluation/consistency_scores.py); the figure of
+test images and their reconstructions to WORKDIR/figures/vae_reconstructions.png,
+the scores' heat maps to WORKDIR/figures/vae_consistency.png.
 """
 
 import functools
@@ -21,11 +24,13 @@ import ml_collections
 from jax.sharding import Mesh
 
 from causal_disent.data import pipeline, registry
-from causal_disent.evaluation import vae_evaluation
+from causal_disent.evaluation import consistency_scores, vae_evaluation
 from causal_disent.models.vae import check_discriminator_config
+from causal_disent.objectives import consistency
 from causal_disent.objectives.vae import (
     bind_loss,
     check_objective_config,
+    is_variational,
     needs_discriminator,
     takes_argument,
 )
@@ -55,6 +60,10 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     cfg = config.vae
     check_objective_config(cfg.objective)
     dataset = registry.dataset_from_config(config.data)
+    if len(getattr(dataset, "image_shape", ())) != 3:
+        raise ValueError(f"the vae stage trains on images [H, W, ch], but dataset "
+                         f"{config.data.name!r} has none; choose an image dataset "
+                         f"(data.name: {', '.join(registry.DATASETS)})")
     model = vae_run.build_model(config, dataset)  # checks vae.model
     if "auxiliary" in cfg and not hasattr(model, "auxiliary_size"):
         raise ValueError(f"vae.auxiliary is set but the {cfg.objective.name!r} loss's model "
@@ -62,6 +71,8 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     vae_run.auxiliary_variable(config, dataset)  # checks vae.auxiliary.factor
     check_adam_config(cfg.optim, "vae.optim")
     check_discriminator_section(cfg)
+    if "consistency" in cfg:
+        consistency.check_consistency_config(cfg.consistency)
     if cfg.train.num_steps < 1:
         raise ValueError(f"vae.train.num_steps must be positive, got {cfg.train.num_steps}")
     seed_stacking.check_num_seeds(config, mesh)
@@ -104,16 +115,28 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     model = vae_run.build_model(config, dataset)
     loss_fn = bind_loss(cfg.objective, model, dataset_size=len(split["train"]),
                         discriminator=vae_run.build_discriminator(config))
+    if consistency.is_enabled(cfg.get("consistency")):  # "+ consistency" (weights > 0)
+        loss_fn = consistency.with_consistency(
+            loss_fn, model, cfg.consistency,
+            params_of=functools.partial(vae_run.vae_params, config))
     step_fn = functools.partial(vae_train_step, loss_fn=loss_fn)
     auxiliary = vae_run.auxiliary_variable(config, dataset)
 
     def evaluate_trained(params, run_workdir: Path) -> dict:
-        """The test-split scores and the reconstruction figure of the VAE `params`."""
+        """The test-split scores and the reconstruction and consistency figures of the
+        VAE `params`."""
 
         def evaluate(indices):
+            scores = consistency_scores.score_test_images(
+                model, params, dataset, indices, config.seed, cfg.train.eval_batch_size)
+            if jax.process_index() == 0:
+                consistency_scores.save_consistency_figure(
+                    scores, run_workdir / "figures" / f"{STAGE}_consistency.png")
             return {"objective": cfg.objective.to_dict(),
-                    **vae_evaluation.evaluate_vae(model, params, dataset, indices, mesh,
-                                                  cfg.train.eval_batch_size)}
+                    **vae_evaluation.evaluate_vae(
+                        model, params, dataset, indices, mesh, cfg.train.eval_batch_size,
+                        variational=is_variational(cfg.objective.name)),
+                    "consistency": scores}
 
         return image_stages.evaluate_on_test(
             STAGE, evaluate, model, params, dataset, split["test"],

@@ -1,0 +1,134 @@
+"""The interventional-consistency scores of an autoencoder of the VAE family
+("Interventional consistency in autoencoders", ICLR 2021 submission, §2.1): INV[m, i],
+EQV[m, i] and SCN[i], each 1 − a normalised error, and their heat maps.
+
+With base samples N (hybrid samples of the test images' encodings: each unit from a
+different image), responses R(N) = E(σ(D(N))) (objectives/consistency.py), for each
+noise unit m an intervention I_m setting N_m to unit m of another image's encoding,
+σ_i² the variance of unit i of the encodings and U_m = E (v − N_m)² / σ_m² the
+intervention's size in those units:
+
+  INV[m, i] = 1 − E (R(I_m N)_i − R(N)_i)² / σ_i² / U_m
+  EQV[m, i] = 1 − E ‖X(I_m R(I_m N))_i − X(I_m N)_i‖² / s_i² / U_m
+  SCN[i]    = 1 − E (R(N)_i − N_i)² / σ_i²
+
+X the XBlock (identity without one) and s_i² the total variance of causal unit i
+over X(N). The paper prints these with its normalisation partly lost; this is our
+reading, chosen so that the scores are unit-free: 1 is perfect, and 0 is a response
+that moved as much as an independent redraw (for INV off the diagonal) or as much as
+the intervention itself. On the diagonal, INV near 0 means unit m registers its
+intervention and near 1 that the unit is collapsed (the paper's reading); EQV's
+diagonal compares the re-imposed unit with itself through X, so it is 1 but for the
+unit's parents. A unit whose encodings do not vary (σ² = 0) cannot be intervened on:
+its row is NaN, and the means skip it. The mask of an XBlock is its mean-field value.
+"""
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from causal_disent.objectives import consistency  # noqa: E402
+from causal_disent.utils.images import images_to_unit_range  # noqa: E402
+
+
+def batched(fn, inputs: np.ndarray, batch_size: int) -> np.ndarray:
+    """fn over `inputs` in batches of `batch_size` rows, the last one padded (one
+    compiled shape), concatenated."""
+    outputs = []
+    for start in range(0, len(inputs), batch_size):
+        chunk = inputs[start:start + batch_size]
+        padded = np.concatenate([chunk, np.repeat(chunk[-1:], batch_size - len(chunk), 0)])
+        outputs.append(np.asarray(fn(padded))[:len(chunk)])
+    return np.concatenate(outputs)
+
+
+def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
+                       batch_size: int = 256) -> dict:
+    """The scores on `images` [T, H, W, ch] (uint8 or [0, 1] floats): {"inv" [n][n],
+    "eqv" [n][n], "scn" [n], "inv_off_diagonal", "inv_diagonal", "eqv_mean",
+    "scn_mean", "num_samples"} (nested lists and floats, NaN where undefined)."""
+    encode = jax.jit(lambda x: model.apply({"params": params}, x, method=model.encode)[0])
+    respond = jax.jit(lambda n: consistency.response(params, model, n))
+    cause = jax.jit(lambda n: consistency.causes(params, model, n))
+    if images.dtype == np.uint8:
+        images = np.asarray(images_to_unit_range(images))
+    encodings = batched(encode, images, batch_size).astype(np.float64)
+    count, units = encodings.shape
+    rng = np.random.default_rng(seed)
+    noise = np.take_along_axis(encodings, rng.integers(0, count, encodings.shape), axis=0)
+    variance = encodings.var(axis=0)
+    valid = variance > 0
+    safe_variance = np.where(valid, variance, 1.0)
+
+    def run(fn, inputs):
+        return batched(fn, inputs.astype(np.float32), batch_size).astype(np.float64)
+
+    plain = run(respond, noise)
+    base_causes = run(cause, noise)
+    cause_variance = base_causes.var(axis=0).sum(axis=-1)
+    safe_cause_variance = np.where(cause_variance > 0, cause_variance, 1.0)
+    scn = 1 - ((plain - noise) ** 2).mean(axis=0) / safe_variance
+    inv = np.full((units, units), np.nan)
+    eqv = np.full((units, units), np.nan)
+    for unit in np.flatnonzero(valid):
+        values = encodings[rng.integers(0, count, count), unit]
+        intervened = noise.copy()
+        intervened[:, unit] = values
+        size = ((values - noise[:, unit]) ** 2).mean() / variance[unit]
+        after = run(respond, intervened)
+        inv[unit] = 1 - ((after - plain) ** 2).mean(axis=0) / safe_variance / size
+        reimposed = after.copy()
+        reimposed[:, unit] = values
+        moved = ((run(cause, reimposed) - run(cause, intervened)) ** 2).sum(axis=-1)
+        eqv[unit] = 1 - moved.mean(axis=0) / safe_cause_variance / size
+    scn[~valid] = np.nan
+    off_diagonal = ~np.eye(units, dtype=bool)
+    return {
+        "inv": inv.tolist(), "eqv": eqv.tolist(), "scn": scn.tolist(),
+        "inv_off_diagonal": float(np.nanmean(np.where(off_diagonal, inv, np.nan))),
+        "inv_diagonal": float(np.nanmean(np.diag(inv))),
+        "eqv_mean": float(np.nanmean(eqv)),
+        "scn_mean": float(np.nanmean(scn)),
+        "num_samples": int(count),
+    }
+
+
+# Test images the scores are computed on: n + 1 responses of each per model.
+NUM_SCORED_IMAGES = 1024
+
+
+def score_test_images(model, params, dataset, test_indices: np.ndarray, seed: int = 0,
+                      batch_size: int = 256) -> dict:
+    """`consistency_scores` on the first NUM_SCORED_IMAGES test images."""
+    return consistency_scores(model, params, dataset.images(test_indices[:NUM_SCORED_IMAGES]),
+                              seed, batch_size)
+
+
+def save_consistency_figure(scores: dict, path) -> Path:
+    """A PNG of three heat maps: INV[m, i] and EQV[m, i] (rows the intervened unit m)
+    and SCN[i] as one row, on a common 0–1 colour scale."""
+    panels = [("INV[m, i] (off-diagonal mean "
+               f"{scores['inv_off_diagonal']:.3f})", np.asarray(scores["inv"])),
+              (f"EQV[m, i] (mean {scores['eqv_mean']:.3f})", np.asarray(scores["eqv"])),
+              (f"SCN[i] (mean {scores['scn_mean']:.3f})", np.asarray(scores["scn"])[None])]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2),
+                             gridspec_kw={"width_ratios": [1, 1, 1]})
+    for ax, (title, matrix) in zip(axes, panels):
+        image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap="viridis")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("response unit i")
+        ax.set_ylabel("intervened unit m" if matrix.shape[0] > 1 else "")
+        ax.set_xticks(range(matrix.shape[1]))
+        ax.set_yticks(range(matrix.shape[0]) if matrix.shape[0] > 1 else [])
+    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.02)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

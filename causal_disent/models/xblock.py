@@ -1,0 +1,142 @@
+"""The explicit causal latent block (XBlock) of "Interventional consistency in
+autoencoders" (ICLR 2021 submission, §2.2): the latent layer split into noise units
+N (what the encoder outputs) and causal units Z, each Z_i a learned function of its
+own noise and of its masked predecessors, as in a structural causal model in a fixed
+order:
+
+    Z_i = f_i(M_i ⊙ Z_<i, N_i),   i = 1 … n
+
+f_i is an MLP (Mish activations, the paper's nonlinearity) and M_i ∈ [0, 1]^(i−1)
+a mask over the predecessors, learned through its logits α: in training a binary
+Gumbel-sigmoid (binary concrete) sample σ((α + L) / τ), L ~ Logistic(0, 1) (Jang
+et al., "Categorical Reparameterization with Gumbel-Softmax", ICLR 2017; models/
+gumbel.py), whose noise sharpens the mask towards {0, 1}; out of training (no "mask"
+rng given) its mean-field value σ(α / τ). Each causal unit has `unit_size`
+dimensions (the paper's "units consisting of multiple dimensions"); each noise unit
+is one dimension.
+
+`structural_map` applies every f_i once to a given Z (the block's one-step map,
+whose Jacobian the tests check: ∂Z_i/∂Z_j = 0 where M_ij = 0 or j ≥ i); `__call__`
+solves the triangular system by n such steps, each fixing one more unit.
+"""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from causal_disent.models import gumbel
+
+MASK_RNG = "mask"  # the rng stream of the training-time mask samples
+
+
+def check_xblock_config(block_config, num_units: int) -> None:
+    """Raises ValueError naming the first field of `block_config` (an XBlock, or the
+    config section `vae.model.xblock`) that cannot build a block of `num_units` units
+    (the encoder's latent size)."""
+    if num_units < 1:
+        raise ValueError(f"the XBlock needs at least one unit, got {num_units}")
+    for name in ("unit_size", "hidden", "num_hidden_layers"):
+        if getattr(block_config, name) < 1:
+            raise ValueError(f"vae.model.xblock.{name} must be positive, got "
+                             f"{getattr(block_config, name)}")
+    if not block_config.temperature > 0:
+        raise ValueError(f"vae.model.xblock.temperature must be > 0, got "
+                         f"{block_config.temperature}")
+    allowed = getattr(block_config, "allowed_parents", None)
+    if allowed is None:
+        return
+    shape = jnp.shape(jnp.asarray(allowed))
+    if shape != (num_units, num_units):
+        raise ValueError(
+            f"vae.model.xblock.allowed_parents is a {'x'.join(map(str, shape))} mask but "
+            f"the block has {num_units} units (vae.model.num_latents): give an "
+            f"{num_units}x{num_units} 0/1 matrix, or None for every predecessor")
+    for i, row in enumerate(allowed):
+        for j, entry in enumerate(row):
+            if entry not in (0, 1) or (entry and j >= i):
+                raise ValueError(
+                    f"vae.model.xblock.allowed_parents[{i}][{j}] is {entry!r}: entries "
+                    "are 0 or 1, and 1 only below the diagonal (unit i's parents are "
+                    "units j < i)")
+
+
+class XBlock(nn.Module):
+    """Noise N [B, n] -> causal units Z [B, n·unit_size] (unit i in columns
+    i·unit_size … (i + 1)·unit_size − 1).
+
+    Fields: num_units n (the encoder's latent size), unit_size, hidden and
+    num_hidden_layers (each f_i's MLP), temperature τ of the mask's relaxation, and
+    allowed_parents: None (every predecessor may be a parent) or an n x n 0/1 tuple of
+    tuples, 1 where parent j < i may feed unit i (M_ij is 0 elsewhere: a known or
+    hypothesised graph, in the block's order).
+    """
+
+    num_units: int
+    unit_size: int = 1
+    hidden: int = 32
+    num_hidden_layers: int = 1
+    temperature: float = 1.0
+    allowed_parents: tuple[tuple[int, ...], ...] | None = None
+
+    def __post_init__(self):
+        check_xblock_config(self, self.num_units)
+        super().__post_init__()
+
+    def setup(self):
+        n, size, hidden = self.num_units, self.unit_size, self.hidden
+        # α_ij, the logit of parent j's mask in unit i's input; only j < i is used.
+        self.mask_logits = self.param("mask_logits", nn.initializers.zeros, (n, n))
+        # The n MLPs as stacked weights (unit axis first), so that one einsum runs them
+        # all: input n·size masked parents + 1 noise value.
+        init = nn.initializers.lecun_normal(batch_axis=(0,))
+        widths = [n * size + 1] + [hidden] * self.num_hidden_layers + [size]
+        self.kernels = [self.param(f"kernel{k}", init, (n, fan_in, fan_out))
+                        for k, (fan_in, fan_out) in enumerate(zip(widths[:-1], widths[1:]))]
+        self.biases = [self.param(f"bias{k}", nn.initializers.zeros, (n, fan_out))
+                       for k, fan_out in enumerate(widths[1:])]
+
+    def parent_mask(self) -> jax.Array:
+        """M [n, n] (M_ij is parent j's gate into unit i), zero off `parent_support`: a
+        Gumbel-sigmoid sample when a "mask" rng is given, else σ(α / τ)."""
+        if self.has_rng(MASK_RNG):
+            mask = gumbel.relaxed_bernoulli(self.make_rng(MASK_RNG), self.mask_logits,
+                                            self.temperature)
+        else:
+            mask = jax.nn.sigmoid(self.mask_logits / self.temperature)
+        return mask * self.parent_support()
+
+    def parent_support(self) -> jax.Array:
+        """[n, n] 0/1: where M_ij may be non-zero (j < i, and allowed_parents)."""
+        support = jnp.tril(jnp.ones((self.num_units, self.num_units)), k=-1)
+        if self.allowed_parents is not None:
+            support = support * jnp.asarray(self.allowed_parents, support.dtype)
+        return support
+
+    def structural_map(self, causes: jax.Array, noise: jax.Array,
+                       mask: jax.Array) -> jax.Array:
+        """One step: every f_i at once on the given causes. causes [B, n, unit_size],
+        noise [B, n], mask [n, n] -> [B, n, unit_size], unit i = f_i(M_i ⊙ Z, N_i)."""
+        batch = causes.shape[0]
+        parents = mask[None, :, :, None] * causes[:, None, :, :]  # [B, i, j, size]
+        inputs = jnp.concatenate(
+            [parents.reshape(batch, self.num_units, -1), noise[..., None]], axis=-1)
+        hidden = inputs
+        for k, (kernel, bias) in enumerate(zip(self.kernels, self.biases)):
+            hidden = jnp.einsum("bif,ifo->bio", hidden, kernel) + bias
+            if k < len(self.kernels) - 1:
+                hidden = jax.nn.mish(hidden)
+        return hidden
+
+    def __call__(self, noise: jax.Array) -> jax.Array:
+        """N [B, n] -> Z [B, n·unit_size], one mask for the whole batch."""
+        if noise.ndim != 2 or noise.shape[-1] != self.num_units:
+            raise ValueError(f"the XBlock's noise must be [B, {self.num_units}]; got shape "
+                             f"{noise.shape}")
+        mask = self.parent_mask()
+        causes = jnp.zeros((noise.shape[0], self.num_units, self.unit_size), noise.dtype)
+        # Step i fixes unit i: its parents j < i are already final, so n steps solve
+        # the triangular system exactly.
+        for unit in range(self.num_units):
+            causes = causes.at[:, unit].set(
+                self.structural_map(causes, noise, mask)[:, unit])
+        return causes.reshape(noise.shape[0], -1)

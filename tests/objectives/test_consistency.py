@@ -1,0 +1,145 @@
+"""Consistency training (objectives/consistency.py): the sampling helpers, both
+penalties against a NumPy hand computation on a linear stand-in with a linear
+"XBlock", the wrapper that adds them to a loss, and the section's checks."""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+
+from causal_disent.objectives import consistency
+from causal_disent.objectives.vae import takes_argument
+
+ENCODER = np.array([[1.0, 0.5], [-0.5, 1.0], [0.3, -0.2], [0.0, 0.8]], np.float32)  # 4 px -> 2
+DECODER = np.array([[0.7, -0.4, 1.2, 0.1], [0.2, 0.9, -0.6, 1.0]], np.float32)  # 2 -> 4 px
+MIXING = np.array([[1.0, 0.0], [0.8, 1.0]], np.float32)  # Z = N·MIXINGᵀ: unit 1 reads unit 0
+
+
+class LinearAutoencoder(nn.Module):
+    """2x2x1 images, a linear encoder mean, linear decoder logits; with `mixed`, a
+    linear stand-in for an XBlock, Z_1 = N_1, Z_2 = 0.8·Z_1 + N_2, before the decoder."""
+
+    mixed: bool = False
+
+    @property
+    def xblock(self):
+        return True if self.mixed else None
+
+    def setup(self):
+        self.encoder = self.param("encoder", lambda *_: jnp.asarray(ENCODER))
+        self.decoder = self.param("decoder", lambda *_: jnp.asarray(DECODER))
+
+    def encode(self, images):
+        mean = images.reshape(images.shape[0], -1) @ self.encoder
+        return mean, jnp.zeros_like(mean)
+
+    def causes(self, latents):
+        return latents @ jnp.asarray(MIXING).T if self.mixed else latents
+
+    def decode(self, latents):
+        return (self.causes(latents) @ self.decoder).reshape(-1, 2, 2, 1)
+
+    def __call__(self, images):
+        return self.decode(self.encode(images)[0])
+
+
+PARAMS = {"encoder": ENCODER, "decoder": DECODER}
+IMAGES = np.random.default_rng(0).uniform(size=(6, 2, 2, 1)).astype(np.float32)
+
+
+def test_hybrid_samples_draw_each_unit_from_its_own_column():
+    encodings = jnp.arange(12.0).reshape(6, 2) * jnp.array([1.0, 100.0])
+    samples = np.asarray(consistency.hybrid_samples(jax.random.key(0), encodings))
+    for unit in range(2):
+        assert set(samples[:, unit]) <= set(np.asarray(encodings)[:, unit])
+    many = np.asarray(consistency.hybrid_samples(jax.random.key(1), jnp.tile(encodings, (50, 1))))
+    # Rows are recombined: some row pairs no encoding had.
+    assert not {tuple(row) for row in many} <= {tuple(row) for row in np.asarray(encodings)}
+
+
+def test_single_unit_interventions_change_one_unit_to_an_encoded_value():
+    encodings = jnp.asarray(np.random.default_rng(1).normal(size=(8, 3)), jnp.float32)
+    noise = jnp.zeros((8, 3))
+    intervened, one_hot = consistency.single_unit_interventions(jax.random.key(2), noise,
+                                                                encodings)
+    assert np.all(np.asarray(one_hot).sum(axis=1) == 1)
+    np.testing.assert_array_equal(np.asarray(intervened)[np.asarray(one_hot) == 0], 0.0)
+    for row, unit in zip(np.asarray(intervened), np.asarray(one_hot).argmax(axis=1)):
+        assert row[unit] in np.asarray(encodings)[:, unit]
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_penalties_equal_the_hand_computation(mixed):
+    model = LinearAutoencoder(mixed=mixed)
+    rng = jax.random.key(3)
+    penalties = consistency.consistency_penalties(PARAMS, model, IMAGES, rng)
+    # The draws, by the same helpers and keys as the function.
+    prior_rng, intervention_rng = jax.random.split(rng)
+    encodings = IMAGES.reshape(6, 4).astype(np.float64) @ ENCODER
+    noise = np.asarray(consistency.hybrid_samples(prior_rng, jnp.asarray(encodings, jnp.float32)),
+                       np.float64)
+    intervened, one_hot = map(np.asarray, consistency.single_unit_interventions(
+        intervention_rng, jnp.asarray(noise, jnp.float32), jnp.asarray(encodings, jnp.float32)))
+    intervened = intervened.astype(np.float64)
+    mix = MIXING.astype(np.float64) if mixed else np.eye(2)
+
+    def respond(n):  # E(σ(D(X(N))))
+        return 1 / (1 + np.exp(-(n @ mix.T @ DECODER))) @ ENCODER
+
+    plain, after = respond(noise), respond(intervened)
+    invariance = ((1 - one_hot) * (after - plain) ** 2).sum(axis=1).mean() / 2
+    reimposed = np.where(one_hot == 1, intervened, after)
+    equivariance = (((reimposed - intervened) @ mix.T) ** 2).sum(axis=1).mean() / 2
+    np.testing.assert_allclose(penalties["invariance"], invariance, rtol=1e-4)
+    np.testing.assert_allclose(penalties["equivariance"], equivariance, rtol=1e-4)
+    assert invariance > 0 and equivariance > 0
+
+
+def plain_loss(params, batch, rng):
+    return jnp.sum(params["decoder"] ** 2), {"reconstruction": jnp.float32(1.0)}
+
+
+def test_with_consistency_adds_the_weighted_penalties_and_keeps_the_loss_draws():
+    model = LinearAutoencoder()
+    section = ml_collections.ConfigDict({"invariance_weight": 4.0, "equivariance_weight": 0.5,
+                                         "prior": "hybrid"})
+    wrapped = consistency.with_consistency(plain_loss, model, section)
+    batch, rng = {"image": (IMAGES * 255).astype(np.uint8)}, jax.random.key(5)
+    loss, metrics = wrapped(PARAMS, batch, rng)
+    base, _ = plain_loss(PARAMS, batch, rng)
+    expected = (base + 4.0 * metrics["invariance_penalty"]
+                + 0.5 * metrics["equivariance_penalty"])
+    np.testing.assert_allclose(loss, expected, rtol=1e-6)
+    assert metrics["reconstruction"] == 1.0 and metrics["invariance_penalty"] > 0
+    # Differentiable in the decoder (the penalties train the response map).
+    grads = jax.grad(lambda p: wrapped(p, batch, rng)[0] - plain_loss(p, batch, rng)[0])(
+        jax.tree.map(jnp.asarray, PARAMS))
+    assert float(jnp.abs(grads["decoder"]).sum()) > 0
+
+
+def test_a_wrapped_loss_keeps_its_signature():
+    def loss_with_step(params, batch, rng, *, step):
+        return jnp.float32(step), {}
+
+    wrapped = consistency.with_consistency(
+        loss_with_step, LinearAutoencoder(), {"invariance_weight": 1.0})
+    assert takes_argument(wrapped, "step")
+
+
+def test_enabled_only_with_a_positive_weight():
+    assert not consistency.is_enabled(None)
+    assert not consistency.is_enabled({"invariance_weight": 0.0, "equivariance_weight": 0.0})
+    assert consistency.is_enabled({"invariance_weight": 0.0, "equivariance_weight": 4.0})
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"invariance_weight": -1.0}, "vae.consistency.invariance_weight must be >= 0, got -1.0"),
+    ({"equivariance_weight": float("nan")}, "equivariance_weight must be >= 0"),
+    ({"invariance_weight": 4.0, "prior": "uniform"}, "vae.consistency.prior must be one of"),
+    ({"invariance": 4.0}, "vae.consistency.invariance is unknown"),
+])
+def test_bad_sections_are_named(section, message):
+    with pytest.raises(ValueError, match=message):
+        consistency.check_consistency_config(section)

@@ -6,7 +6,7 @@ swapped by configs/betavae_dsprites_synth.on_shapes3d_synth.
 
 import ml_collections
 
-from configs import betavae_dsprites_synth, ae_dsprites_synth
+from configs import ae_dsprites_synth, betavae_dsprites_synth
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:

@@ -26,7 +26,6 @@ its row is NaN, and the means skip it. The mask of an XBlock is its mean-field v
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import matplotlib
 
 matplotlib.use("Agg")

@@ -33,9 +33,9 @@ quantities into the paper's INV, EQV and SCN scores.
 import functools
 from collections.abc import Callable, Mapping
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
 
 from causal_disent.models.xblock import MASK_RNG
 from causal_disent.utils.images import images_to_unit_range

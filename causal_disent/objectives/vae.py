@@ -34,12 +34,12 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from causal_disent.models.xblock import MASK_RNG
 from causal_disent.objectives.factor_vae import (
     density_ratio_total_correlation,
     discriminator_cross_entropy,
     permute_dims,
 )
-from causal_disent.models.xblock import MASK_RNG
 from causal_disent.objectives.ivae import ivae_loss
 from causal_disent.objectives.ladder_vae import ladder_vae_loss
 from causal_disent.objectives.vae_terms import (

@@ -3,7 +3,6 @@ response map is known exactly: the identity (a perfectly consistent autoencoder)
 a linear mixing of two units, a collapsed unit, and the heat-map figure."""
 
 import flax.linen as nn
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

@@ -153,7 +153,7 @@ def test_bound_loss_takes_its_weights_from_the_section():
 @pytest.mark.parametrize("objective, message", [
     ({"name": "beta_vae", "beta": -1.0}, "vae.objective.beta must be >= 0, got -1.0"),
     ({"name": "info_vae", "beta": 1.0}, "vae.objective.name 'info_vae' is unknown; "
-                                        "known: beta_vae"),
+                                        "known: ae, beta_vae"),
     ({"name": "beta_vae"}, "vae.objective.beta is missing"),
     ({"name": "beta_vae", "beta": 1.0, "gamma": 2.0},
      "vae.objective.gamma is not a weight of the 'beta_vae' loss"),

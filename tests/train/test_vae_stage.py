@@ -107,7 +107,9 @@ def test_metric_card_of_a_trained_run(tiny_run):
     cached = representations.CachedCodes(run.dataset, run.representations["encoder_mean"])
     scored = card.metric_card(run.dataset, cached, ["mig"], num_samples=30)
     assert set(scored["metrics"]) == {"mig"}
-    assert run.causal_scores() == {}
+    causal = run.causal_scores()  # the interventional-consistency scores
+    assert set(causal) == {"consistency"}
+    assert np.asarray(causal["consistency"]["inv"]).shape == (3, 3)
 
 
 def test_negative_beta_is_refused_before_compiling(tmp_path):

@@ -6,9 +6,11 @@ r"""Prints the scores of groups of scored runs as one table, mean ± sample std 
 Each --group is LABEL=PATH,PATH,... (or PATH,... labelled by its paths); a path is a
 workdir scored by `python -m causal_disent.evaluate --workdir=W`, a many-seed
 workdir (its seeds/seed_* runs), or a metric card file such as the identity or
-random card. Columns: each metric's headline scores, then the test split's
-reconstruction NLL from results.json. --format=json prints {label: {column:
-[mean, std, n]}} instead. See evaluation/card_summary.py.
+random card; a run without a card gives its results.json's scores only. Columns:
+each metric's headline scores, then from results.json the test split's
+reconstruction NLL and the interventional-consistency summaries (INV off and on the
+diagonal, EQV and SCN means). --format=json prints {label: {column: [mean, std, n]}}
+instead. See evaluation/card_summary.py.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 model) reduced to mean ± sample standard deviation per headline score, for tables
 such as the README's. The command is causal_disent/summarize.py.
 
-A run is a workdir holding a metric card (causal_disent/evaluate.py) and the stage's
-results.json; a workdir of a many-seed run (`config.num_seeds` > 1, runs/seeds.py)
-stands for all its seeds. A metric card file of the identity or random
+A run is a workdir holding a metric card (causal_disent/evaluate.py), the stage's
+results.json, or both; a workdir of a many-seed run (`config.num_seeds` > 1,
+runs/seeds.py) stands for all its seeds. A metric card file of the identity or random
 representation (`evaluate --model=identity|random`) is a run with scores only.
 """
 
@@ -22,8 +22,10 @@ from causal_disent.runs.seeds import SEED_WORKDIR
 
 CARD_FILE = "metrics_card.json"
 RESULTS_FILE = "results.json"
-# Scalars of results.json quoted beside the card's (the test split's reconstruction).
+# Scalars of results.json quoted beside the card's: the test split's reconstruction,
+# and the interventional-consistency summaries (evaluation/consistency_scores.py).
 RESULT_KEYS = ("test_bce",)
+CONSISTENCY_KEYS = ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean")
 
 
 def expand_runs(path: str | Path) -> list[Path]:
@@ -42,30 +44,41 @@ def expand_runs(path: str | Path) -> list[Path]:
 
 def read_run_scores(run: Path, representation: str | None = None) -> dict[str, float]:
     """{column: value}: the headline scores of `run`'s card (`representation`, or the
-    card's first) as "<metric>.<score>", plus RESULT_KEYS from its results.json when
-    it has one. FileNotFoundError naming the command that writes a missing card."""
+    card's first) as "<metric>.<score>", plus RESULT_KEYS and the consistency
+    summaries ("consistency.<key>") from its results.json. A run needs one of the two
+    files; FileNotFoundError naming the command that writes the card otherwise."""
     card_path = run if run.is_file() else run / CARD_FILE
-    if not card_path.is_file():
+    results_path = run / RESULTS_FILE if run.is_dir() else None
+    has_results = results_path is not None and results_path.is_file()
+    if not card_path.is_file() and not has_results:
         raise FileNotFoundError(
             f"no {CARD_FILE} in {run}: score the run first with "
             f"`python -m causal_disent.evaluate --workdir={run} --metrics=all`")
-    card = json.loads(card_path.read_text())
-    cards = card["representations"]
+    scores = card_scores(card_path, representation) if card_path.is_file() else {}
+    if has_results:
+        for stage_results in json.loads(results_path.read_text()).values():
+            for key in RESULT_KEYS:
+                if key in stage_results:
+                    scores[key] = float(stage_results[key])
+            for key in CONSISTENCY_KEYS:
+                if key in stage_results.get("consistency", {}):
+                    scores[f"consistency.{key}"] = float(stage_results["consistency"][key])
+    return scores
+
+
+def card_scores(card_path: Path, representation: str | None) -> dict[str, float]:
+    """{"<metric>.<score>": value} of the card's headline scores of `representation`
+    (the card's first when None)."""
+    cards = json.loads(card_path.read_text())["representations"]
     name = representation or next(iter(cards))
     if name not in cards:
         raise ValueError(f"{card_path} has no representation {name!r}; it has "
-                       f"{', '.join(cards)}")
+                         f"{', '.join(cards)}")
     scores = {}
     for metric, entry in cards[name]["metrics"].items():
         for key in METRICS[metric].headline:
             if key in entry["scores"]:
                 scores[f"{metric}.{key}"] = float(entry["scores"][key])
-    results_path = run / RESULTS_FILE if run.is_dir() else None
-    if results_path is not None and results_path.is_file():
-        for stage_results in json.loads(results_path.read_text()).values():
-            for key in RESULT_KEYS:
-                if key in stage_results:
-                    scores[key] = float(stage_results[key])
     return scores
 
 

@@ -36,6 +36,19 @@ def test_a_run_gives_its_headline_scores_and_test_nll(tmp_path):
         "dci.informativeness_test": 0.8, "test_bce": 70.0}  # not informativeness_train
 
 
+def test_a_run_without_a_card_gives_its_results_and_consistency_summaries(tmp_path):
+    run = tmp_path / "w"
+    run.mkdir()
+    consistency = {"inv": [[0.0]], "inv_off_diagonal": 0.9, "inv_diagonal": 0.1,
+                   "eqv_mean": 0.8, "scn_mean": 0.7, "num_samples": 4}
+    (run / "results.json").write_text(json.dumps(
+        {"vae": {"test_bce": 60.0, "consistency": consistency}}))
+    assert card_summary.read_run_scores(run) == {
+        "test_bce": 60.0, "consistency.inv_off_diagonal": 0.9,
+        "consistency.inv_diagonal": 0.1, "consistency.eqv_mean": 0.8,
+        "consistency.scn_mean": 0.7}
+
+
 def test_a_many_seed_workdir_stands_for_its_seeds_in_seed_order(tmp_path):
     for seed in (10, 2, 1):
         write_run(tmp_path / "w" / "seeds" / f"seed_{seed}", mig=0.1, dci=0.1)

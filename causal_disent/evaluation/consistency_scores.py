@@ -98,6 +98,27 @@ def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
     }
 
 
+# A gate at or above this mean-field value counts as an edge of the XBlock's graph.
+EDGE_THRESHOLD = 0.5
+
+
+def xblock_structure(model, params) -> dict | None:
+    """The XBlock's learned graph, or None for a model without one: {"mask" [n][n]
+    (M_ij, mean-field: unit j's gate into unit i), "edges" (gates >= EDGE_THRESHOLD),
+    "possible_edges" (the gates that may be open), "edge_fraction"} (the paper's
+    sparsity table, §4, counts the same fraction)."""
+    if getattr(model, "xblock", None) is None:
+        return None
+    block = model.xblock
+    mask = np.asarray(block.apply({"params": params["xblock"]}, method=block.parent_mask))
+    support = np.asarray(block.apply({"params": params["xblock"]},
+                                     method=block.parent_support))
+    edges = int(((mask >= EDGE_THRESHOLD) & (support > 0)).sum())
+    possible = int(support.sum())
+    return {"mask": mask.round(4).tolist(), "edges": edges, "possible_edges": possible,
+            "edge_fraction": edges / possible if possible else float("nan")}
+
+
 # Test images the scores are computed on: n + 1 responses of each per model.
 NUM_SCORED_IMAGES = 1024
 
@@ -109,20 +130,26 @@ def score_test_images(model, params, dataset, test_indices: np.ndarray, seed: in
                               seed, batch_size)
 
 
-def save_consistency_figure(scores: dict, path) -> Path:
-    """A PNG of three heat maps: INV[m, i] and EQV[m, i] (rows the intervened unit m)
-    and SCN[i] as one row, on a common 0–1 colour scale."""
+def save_consistency_figure(scores: dict, path, structure: dict | None = None) -> Path:
+    """A PNG of heat maps on a common 0–1 colour scale: INV[m, i] and EQV[m, i] (rows
+    the intervened unit m), SCN[i] as one row, and with `structure` (xblock_structure)
+    the XBlock's mask M[i, j]."""
     panels = [("INV[m, i] (off-diagonal mean "
                f"{scores['inv_off_diagonal']:.3f})", np.asarray(scores["inv"])),
               (f"EQV[m, i] (mean {scores['eqv_mean']:.3f})", np.asarray(scores["eqv"])),
               (f"SCN[i] (mean {scores['scn_mean']:.3f})", np.asarray(scores["scn"])[None])]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2),
-                             gridspec_kw={"width_ratios": [1, 1, 1]})
-    for ax, (title, matrix) in zip(axes, panels):
+    labels = [("response unit i", "intervened unit m")] * 2 + [("response unit i", "")]
+    if structure is not None:
+        panels.append((f"XBlock mask M[i, j] ({structure['edges']} of "
+                       f"{structure['possible_edges']} gates open)",
+                       np.asarray(structure["mask"])))
+        labels.append(("parent unit j", "unit i"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 4.2))
+    for ax, (title, matrix), (xlabel, ylabel) in zip(axes, panels, labels):
         image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap="viridis")
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("response unit i")
-        ax.set_ylabel("intervened unit m" if matrix.shape[0] > 1 else "")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
         ax.set_xticks(range(matrix.shape[1]))
         ax.set_yticks(range(matrix.shape[0]) if matrix.shape[0] > 1 else [])
     fig.colorbar(image, ax=axes, fraction=0.02, pad=0.02)

@@ -129,14 +129,18 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         def evaluate(indices):
             scores = consistency_scores.score_test_images(
                 model, params, dataset, indices, config.seed, cfg.train.eval_batch_size)
+            structure = consistency_scores.xblock_structure(model, params)
             if jax.process_index() == 0:
                 consistency_scores.save_consistency_figure(
-                    scores, run_workdir / "figures" / f"{STAGE}_consistency.png")
-            return {"objective": cfg.objective.to_dict(),
-                    **vae_evaluation.evaluate_vae(
-                        model, params, dataset, indices, mesh, cfg.train.eval_batch_size,
-                        variational=is_variational(cfg.objective.name)),
-                    "consistency": scores}
+                    scores, run_workdir / "figures" / f"{STAGE}_consistency.png", structure)
+            results = {"objective": cfg.objective.to_dict(),
+                       **vae_evaluation.evaluate_vae(
+                           model, params, dataset, indices, mesh, cfg.train.eval_batch_size,
+                           variational=is_variational(cfg.objective.name)),
+                       "consistency": scores}
+            if structure is not None:
+                results["xblock"] = structure
+            return results
 
         return image_stages.evaluate_on_test(
             STAGE, evaluate, model, params, dataset, split["test"],

@@ -1,13 +1,17 @@
 """The INV / EQV / SCN scores (evaluation/consistency_scores.py) on stand-ins whose
 response map is known exactly: the identity (a perfectly consistent autoencoder) and
-a linear mixing of two units, a collapsed unit, and the heat-map figure."""
+a linear mixing of two units, a collapsed unit, the heat-map figure, and the
+XBlock's learned graph."""
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from causal_disent.evaluation import consistency_scores
+from causal_disent.models.vae import VAE
+from causal_disent.models.xblock import XBlock
 
 
 class LinearResponse(nn.Module):
@@ -72,3 +76,19 @@ def test_heat_map_figure(tmp_path):
     scores, _ = scores_for(np.eye(2), count=50)
     path = consistency_scores.save_consistency_figure(scores, tmp_path / "f" / "c.png")
     assert path.is_file() and path.stat().st_size > 1000
+
+
+def test_xblock_structure_counts_the_open_gates_it_allows():
+    xblock = XBlock(num_units=3, allowed_parents=((0, 0, 0), (1, 0, 0), (1, 0, 0)))
+    fields = dict(num_latents=3, encoder_widths=(4,), encoder_hidden=4, decoder_widths=(4,),
+                  decoder_hidden=4, image_shape=(8, 8, 1))
+    model = VAE(**fields, xblock=xblock)
+    params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))["params"]
+    logits = np.zeros((3, 3), np.float32)
+    logits[1, 0], logits[2, 0], logits[2, 1] = 2.0, -2.0, 5.0  # open, shut, not allowed
+    params = {**params, "xblock": {**params["xblock"], "mask_logits": jnp.asarray(logits)}}
+    structure = consistency_scores.xblock_structure(model, params)
+    assert (structure["edges"], structure["possible_edges"]) == (1, 2)
+    assert structure["edge_fraction"] == 0.5
+    assert structure["mask"][2][1] == 0.0  # not allowed: no gate at all
+    assert consistency_scores.xblock_structure(VAE(**fields), params) is None

@@ -36,6 +36,10 @@ def test_tiny_xae_with_consistency_trains_and_scores(xae_run):
     assert np.asarray(scores["eqv"]).shape == (units, units)
     assert len(scores["scn"]) == units and scores["num_samples"] == 20
     assert "test_kl" not in results  # a deterministic encoder has no KL
+    mask = np.asarray(results["xblock"]["mask"])
+    assert mask.shape == (units, units) and np.all(np.triu(mask) == 0)
+    assert results["xblock"]["possible_edges"] == 3
+    assert 0 <= results["xblock"]["edges"] <= 3
     assert (workdir / "figures" / "vae_consistency.png").is_file()
     logged = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     penalties = [row for row in logged if "invariance_penalty" in row.get("metrics", row)]

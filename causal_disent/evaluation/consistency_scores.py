@@ -23,6 +23,7 @@ unit's parents. A unit whose encodings do not vary (σ² = 0) cannot be interven
 its row is NaN, and the means skip it. The mask of an XBlock is its mean-field value.
 """
 
+import functools
 from pathlib import Path
 
 import jax
@@ -52,9 +53,12 @@ def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
     """The scores on `images` [T, H, W, ch] (uint8 or [0, 1] floats): {"inv" [n][n],
     "eqv" [n][n], "scn" [n], "inv_off_diagonal", "inv_diagonal", "eqv_mean",
     "scn_mean", "num_samples"} (nested lists and floats, NaN where undefined)."""
-    encode = jax.jit(lambda x: model.apply({"params": params}, x, method=model.encode)[0])
-    respond = jax.jit(lambda n: consistency.response(params, model, n))
-    cause = jax.jit(lambda n: consistency.causes(params, model, n))
+    # The parameters are an argument, not a constant folded into each compiled function.
+    encode = functools.partial(jax.jit(
+        lambda p, x: model.apply({"params": p}, x, method=model.encode)[0]), params)
+    respond = functools.partial(jax.jit(
+        lambda p, n: consistency.response(p, model, n)), params)
+    cause = functools.partial(jax.jit(lambda p, n: consistency.causes(p, model, n)), params)
     if images.dtype == np.uint8:
         images = np.asarray(images_to_unit_range(images))
     encodings = batched(encode, images, batch_size).astype(np.float64)

@@ -41,9 +41,8 @@ from causal_disent.models.xblock import MASK_RNG
 from causal_disent.utils.images import images_to_unit_range
 
 PRIORS = ("hybrid", "posterior")
-# The weights' names in `vae.consistency`, and the paper's value of both.
+# The weights' names in `vae.consistency` (the paper uses 4 for each).
 WEIGHT_NAMES = ("invariance_weight", "equivariance_weight")
-PAPER_WEIGHT = 4.0
 
 
 def check_consistency_config(consistency: Mapping) -> None:

@@ -16,7 +16,6 @@ CausalVAE runs encoder_mean and concepts). See `evaluation/card.py`.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -45,6 +44,7 @@ def main(argv) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     from causal_disent.runs.checkpoint import quiet_orbax_info
+    from causal_disent.utils import json_values
 
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     try:
@@ -52,7 +52,7 @@ def main(argv) -> None:
     except ValueError as error:  # bad flags, missing or unusable runs: say why, no trace
         sys.exit(f"error: {error}")
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(card, indent=2, allow_nan=True) + "\n")
+    output.write_text(json_values.dumps(card, indent=2) + "\n")
     print(summary(card))
     print(f"metrics card: {output.absolute()}")
 

@@ -59,10 +59,10 @@ def read_run_scores(run: Path, representation: str | None = None) -> dict[str, f
         for stage_results in json.loads(results_path.read_text()).values():
             for key in RESULT_KEYS:
                 if key in stage_results:
-                    scores[key] = float(stage_results[key])
+                    scores[key] = _number(stage_results[key])
             for key in CONSISTENCY_KEYS:
                 if key in stage_results.get("consistency", {}):
-                    scores[f"consistency.{key}"] = float(stage_results["consistency"][key])
+                    scores[f"consistency.{key}"] = _number(stage_results["consistency"][key])
     return scores
 
 
@@ -78,8 +78,13 @@ def card_scores(card_path: Path, representation: str | None) -> dict[str, float]
     for metric, entry in cards[name]["metrics"].items():
         for key in METRICS[metric].headline:
             if key in entry["scores"]:
-                scores[f"{metric}.{key}"] = float(entry["scores"][key])
+                scores[f"{metric}.{key}"] = _number(entry["scores"][key])
     return scores
+
+
+def _number(value) -> float:
+    """A recorded score; NaN for the `null` that records a non-finite one."""
+    return math.nan if value is None else float(value)
 
 
 def aggregate(runs_scores: Sequence[dict[str, float]]) -> dict[str, tuple[float, float, int]]:

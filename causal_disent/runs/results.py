@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jax
 
+from causal_disent.utils import json_values
 from causal_disent.utils.json_values import to_python
 
 
@@ -18,7 +19,7 @@ def update_results(workdir: str | Path, stage: str, results: dict) -> None:
     merged = json.loads(path.read_text()) if path.exists() else {}
     merged[stage] = results
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(merged, indent=2) + "\n")
+    tmp.write_text(json_values.dumps(merged, indent=2) + "\n")
     os.replace(tmp, path)
 
 
@@ -42,7 +43,7 @@ def append_curve_point(workdir: str | Path, stage: str, step: int, metrics: dict
     # A process killed mid-write leaves a partial line; start a new one after it.
     prefix = "\n" if _ends_mid_line(path) else ""
     with path.open("a") as f:
-        f.write(prefix + json.dumps(record) + "\n")
+        f.write(prefix + json_values.dumps(record) + "\n")
 
 
 def _ends_mid_line(path: Path) -> bool:

@@ -46,6 +46,7 @@ from absl import logging
 from causal_disent.discovery.graphs import is_acyclic
 from causal_disent.discovery.pc import pc
 from causal_disent.objectives import causalvae as cv
+from causal_disent.utils import json_values
 
 GRAPH_LEARNING = ("ci_tests", "label_loss", "joint")
 DISCOVERY_FILE = "graph_discovery.json"
@@ -169,7 +170,7 @@ def discovered_graph(train_labels: np.ndarray, objective: ml_collections.ConfigD
                  len(result.tests), result.seconds, discovery["dag"])
     if jax.process_index() == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(discovery, indent=1))
+        path.write_text(json_values.dumps(discovery, indent=1))
     return discovery
 
 

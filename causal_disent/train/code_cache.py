@@ -29,6 +29,7 @@ from absl import logging
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
+from causal_disent.utils import json_values
 from causal_disent.utils.sharding import padded_global_batches
 
 FORMAT_VERSION = 1
@@ -164,7 +165,7 @@ def save(directory: Path, identity: CacheIdentity, codes: np.ndarray) -> None:
     os.replace(partial, directory / CODES_FILE)
     meta = {**dataclasses.asdict(identity), "format_version": FORMAT_VERSION,
             "dtype": str(codes.dtype), "checksum": _checksum(codes)}
-    (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    (directory / META_FILE).write_text(json_values.dumps(meta, indent=2) + "\n")
 
 
 def load_or_build(directory: Path, identity: CacheIdentity, **build_args) -> np.ndarray:

@@ -1,9 +1,63 @@
-"""Converting arrays and numpy scalars into values `json` can write."""
+"""Converting arrays and numpy scalars into values `json` can write, strictly.
+
+JSON has no NaN or infinity: Python writes them as bare `NaN` / `Infinity`, which
+strict parsers (jq, JavaScript, most languages' libraries) reject. Every record the
+library writes goes through `dumps`, which writes a non-finite number as `null` and
+puts the reason beside it, under the key `<key>_not_finite`.
+"""
+
+import json
+import math
 
 import numpy as np
+
+NOT_FINITE_SUFFIX = "_not_finite"
 
 
 def to_python(value):
     """Arrays -> floats or lists, for JSON."""
     array = np.asarray(value)
     return array.item() if array.ndim == 0 else array.tolist()
+
+
+def dumps(record, **kwargs) -> str:
+    """`json.dumps` of `record` (dicts, lists, numbers, strings, arrays) with every
+    non-finite number made `null` and explained beside it; never writes NaN."""
+    return json.dumps(strict(record), allow_nan=False, **kwargs)
+
+
+def strict(value):
+    """`value` with arrays as lists and non-finite numbers as None; in a dict, a key
+    whose value held any gets a sibling `<key>_not_finite` saying what they were."""
+    if isinstance(value, dict):
+        result = {}
+        for key, item in value.items():
+            result[key] = strict(item)
+            reason = _not_finite_reason(item)
+            if reason is not None:
+                result[f"{key}{NOT_FINITE_SUFFIX}"] = reason
+        return result
+    if isinstance(value, (list, tuple)):
+        return [strict(item) for item in value]
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__array__"):
+        return strict(to_python(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _not_finite_reason(value) -> str | None:
+    """"nan", "inf" or "-inf" for a non-finite number; "k of n values were not finite"
+    for an array or list of numbers holding some; else None."""
+    if isinstance(value, (dict, str)) or value is None:
+        return None
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):  # nested dicts, strings, ragged lists
+        return None
+    bad = ~np.isfinite(array)
+    if not bad.any():
+        return None
+    if array.ndim == 0:
+        return str(array.item())
+    return f"{int(bad.sum())} of {array.size} values were not finite"

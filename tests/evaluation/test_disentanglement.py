@@ -270,6 +270,38 @@ def test_gaussian_total_correlation():
     assert independent["mutual_info_score"] < 0.2
 
 
+def test_gaussian_scores_of_singular_covariances_are_defined_without_warnings():
+    """A collapsed (constant) unit adds no total correlation, where the textbook
+    formula gives NaN; linearly dependent units have an infinite one; the
+    Wasserstein score matches scipy's matrix square root where that is exact."""
+    import warnings
+
+    import scipy.linalg
+
+    rho = 0.6
+    pair = np.array([[2.0, rho * 2.0], [rho * 2.0, 2.0]])
+    with_constant = np.zeros((3, 3))
+    with_constant[:2, :2] = pair
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert unsupervised.gaussian_total_correlation(with_constant) == pytest.approx(
+            -0.5 * math.log(1 - rho**2))
+        assert unsupervised.gaussian_total_correlation(np.ones((2, 2))) == math.inf
+        assert unsupervised.gaussian_total_correlation(np.zeros((2, 2))) == 0.0
+        codes = np.random.default_rng(0).normal(size=(500, 3))
+        codes[:, 1] = 0.5  # a collapsed unit
+        scores = unsupervised.unsupervised_scores(codes)
+        assert scores["num_constant_dimensions"] == 1
+        assert np.isfinite(scores["gaussian_total_correlation"])
+        singular_w = unsupervised.gaussian_wasserstein_correlation(with_constant)
+    assert singular_w == pytest.approx(unsupervised.gaussian_wasserstein_correlation(pair))
+    covariance = np.cov(np.random.default_rng(1).normal(size=(50, 4)) @ np.ones((4, 4)) * 0.3
+                        + np.random.default_rng(2).normal(size=(50, 4)), rowvar=False)
+    reference = 2 * np.trace(covariance) - 2 * np.trace(np.real(
+        scipy.linalg.sqrtm(covariance * np.diag(covariance)[:, None])))
+    assert unsupervised.gaussian_wasserstein_correlation(covariance) == pytest.approx(reference)
+
+
 # --------------------------------------------------------------------------- #
 # end to end through a dataset, and bad input
 # --------------------------------------------------------------------------- #

@@ -8,7 +8,11 @@ With --max_minutes=M the run stops itself after about M minutes: the stage train
 then checkpoints the step it has reached, the command prints a `paused: ...` line
 and exits with status 3 (EXIT_PAUSED). Rerunning the same command resumes there, so
 a shell loop can rerun while the status is 3 (launch/gpu_reproduce.sh --until-done);
-0 means every stage is finished. Leave a margin for interpreter start, compilation
+0 means every stage is finished. SIGTERM (preemption) or Ctrl-C during training
+saves the step in flight, prints a `stopped: ...` line and exits with 128 + the
+signal's number (143, 130); rerunning resumes there. A diverged run (a NaN or
+infinite loss, gradient or parameter) stops with an `error:` line naming the step
+and the last good checkpoint, having saved nothing non-finite. Leave a margin for interpreter start, compilation
 of the first step, the final checkpoint and a stage's final evaluation, which runs
 to the end once training has finished.
 
@@ -22,9 +26,10 @@ import jax
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from causal_disent.runs.checkpoint import quiet_orbax_info
-from causal_disent.train import stages
+from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
+from causal_disent.train import interrupts, stages
 from causal_disent.train.deadline import TimeBudgetExhausted
+from causal_disent.train.finite_guard import NonFiniteTraining
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Config file, optionally with a variant: FILE.py:small.",
@@ -69,12 +74,16 @@ def main(argv):
         workdir = default_workdir(config_flags.get_config_filename(flags.FLAGS["config"]))
         print(f"workdir: {workdir.absolute()}")
     try:
-        stages.run(_CONFIG.value, workdir, max_minutes=_MAX_MINUTES.value)
-    except stages.InvalidRunError as error:
+        with interrupts.handled():
+            stages.run(_CONFIG.value, workdir, max_minutes=_MAX_MINUTES.value)
+    except (stages.InvalidRunError, CheckpointError, NonFiniteTraining) as error:
         sys.exit(f"error: {error}")
     except TimeBudgetExhausted as paused:
         print(f"paused: {paused}; rerun the same command to continue", flush=True)
         sys.exit(EXIT_PAUSED)
+    except interrupts.Interrupted as stopped:
+        print(f"stopped: {stopped}; rerun the same command to resume", flush=True)
+        sys.exit(stopped.exit_status)
 
 
 if __name__ == "__main__":

@@ -6,21 +6,40 @@ that fix parameter shapes and data). Before anything compiles, the signature of 
 workdir's latest checkpoint is compared with the current config, so an
 incompatible workdir fails with a readable message instead of a shape error deep
 inside a restore.
+
+An unreadable checkpoint (a file truncated or deleted by a crash or a full disk) is
+never deleted: resuming falls back to the newest readable one and moves the newer
+unreadable ones to WORKDIR/checkpoints/<stage>.unreadable/<step>/, with a warning
+naming both, so that training can save those steps again. A half-written save
+(orbax's `<step>.orbax-checkpoint-tmp-*` folder) is not a checkpoint to orbax; it is
+named in a warning and left where it is.
 """
 
 import json
 import logging as python_logging
+import shutil
 from pathlib import Path
 
+import jax
 import orbax.checkpoint as ocp
+from absl import logging
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint cannot be used; the message names the path and the fix."""
 
 
+class UnreadableCheckpoint(CheckpointError):
+    """A step's files cannot be read (truncated, deleted, half-written)."""
+
+
 def checkpoint_dir(workdir: str | Path, stage: str) -> Path:
     return Path(workdir).absolute() / "checkpoints" / stage
+
+
+def unreadable_dir(directory: Path) -> Path:
+    """Where the unreadable steps of the stage checkpointed in `directory` are kept."""
+    return directory.with_name(directory.name + ".unreadable")
 
 
 class StageCheckpoints:
@@ -46,36 +65,81 @@ class StageCheckpoints:
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
 
+    def latest_path(self) -> str | None:
+        step = self.manager.latest_step()
+        return None if step is None else str(self.directory / str(step))
+
+    def due(self, step: int) -> bool:
+        """Whether `step` is a periodic save step."""
+        return step % self.save_every_steps == 0
+
     def save(self, state, step: int, *, force: bool = False) -> None:
         """Saves `state` (at `step`, known on the host so that deciding costs no
         device sync) every `save_every_steps` steps, or now if `force`."""
-        if not force and step % self.save_every_steps:
+        if not (force or self.due(step)):
             return
         if step == self.manager.latest_step():
             return  # already saved (e.g. a periodic save on the final step)
-        self.manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(state),
-                signature=ocp.args.JsonSave(self.signature),
-            ),
-            force=True,
-        )
+        try:
+            self.manager.save(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(state),
+                    signature=ocp.args.JsonSave(self.signature),
+                ),
+                force=True,
+            )
+        except OSError as error:
+            raise _unwritable(self.directory / str(step), error) from error
 
     def restore_latest(self, abstract_state):
-        """The latest saved state, placed like `abstract_state`, or None if none."""
-        step = self.latest_step()
-        if step is None:
-            return None
-        check_signature(self.directory, step, self.signature, self.manager)
-        try:
-            restored = self.manager.restore(
-                step,
-                args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state)),
+        """The newest readable saved state, placed like `abstract_state`, or None if
+        there is none. Newer unreadable steps are moved aside (module docstring);
+        if no step is readable, CheckpointError and nothing is moved."""
+        _warn_half_written(self.directory)
+        unreadable = []
+        for step in sorted(self.manager.all_steps(), reverse=True):
+            try:
+                check_signature(self.directory, step, self.signature, self.manager)
+                restored = self.manager.restore(
+                    step,
+                    args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state)),
+                )
+            except UnreadableCheckpoint as error:
+                unreadable.append((step, error))
+                continue
+            except CheckpointError:
+                raise
+            except Exception as error:  # orbax raises many types for unreadable data
+                unreadable.append((step, _corrupt(self.directory / str(step), error)))
+                continue
+            if unreadable:
+                self._set_aside(unreadable, step)
+            return restored.state
+        if unreadable:
+            raise CheckpointError(
+                f"no checkpoint in {self.directory} can be read (steps "
+                f"{', '.join(str(step) for step, _ in unreadable)}; the newest: "
+                f"{unreadable[0][1]}). Nothing was changed: move {self.directory} aside "
+                f"to start the stage over, or use a new --workdir."
             )
-        except Exception as error:  # orbax raises many types for unreadable data
-            raise _corrupt(self.directory / str(step), error) from error
-        return restored.state
+        return None
+
+    def _set_aside(self, unreadable: list, fallback_step: int) -> None:
+        """Moves the unreadable steps out of orbax's folder (process 0; the others
+        wait for it), so that their step numbers can be saved again."""
+        if jax.process_index() == 0:
+            for step, error in unreadable:
+                target = _free_path(unreadable_dir(self.directory) / str(step))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(self.directory / str(step), target)
+                logging.warning("%s; moved it to %s and resumed from step %d",
+                                error, target, fallback_step)
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices(f"set aside {self.directory}")
+        self.manager.reload()
 
     def wait(self) -> None:
         self.manager.wait_until_finished()
@@ -86,8 +150,9 @@ class StageCheckpoints:
 
 
 def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -> None:
-    """Raises CheckpointError if the workdir's latest checkpoint of `stage` was made
-    with another model or dataset. Reads only the small JSON item; compiles nothing."""
+    """Raises CheckpointError if the workdir's newest checkpoint of `stage` with a
+    readable signature was made with another model or dataset (unreadable ones are
+    left to `restore_latest`). Reads only the small JSON item; compiles nothing."""
     directory = checkpoint_dir(workdir, stage)
     if not directory.exists():
         return
@@ -97,9 +162,12 @@ def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -
         ),
     )
     try:
-        step = manager.latest_step()
-        if step is not None:
-            check_signature(directory, step, _as_json(signature), manager)
+        for step in sorted(manager.all_steps(), reverse=True):
+            try:
+                check_signature(directory, step, _as_json(signature), manager)
+            except UnreadableCheckpoint:
+                continue
+            return
     finally:
         manager.close()
 
@@ -125,12 +193,42 @@ def check_signature(directory: Path, step: int, signature: dict, manager) -> Non
     )
 
 
-def _corrupt(path: Path, error: Exception) -> CheckpointError:
-    return CheckpointError(
-        f"cannot read the checkpoint at {path} ({type(error).__name__}: {error}). "
-        f"It is corrupt or incomplete. Nothing was changed: move that step folder "
-        f"aside to resume from the previous checkpoint, or use a new --workdir."
+def _corrupt(path: Path, error: Exception) -> UnreadableCheckpoint:
+    return UnreadableCheckpoint(
+        f"the checkpoint at {path} cannot be read ({type(error).__name__}: "
+        f"{_first_line(error)}); it is corrupt or incomplete"
     )
+
+
+def _unwritable(path: Path, error: OSError) -> CheckpointError:
+    return CheckpointError(
+        f"cannot write the checkpoint {path} ({error.strerror or error}); the earlier "
+        f"checkpoints are intact. Free space (or fix the permissions) and rerun the "
+        f"same command to resume from the last one."
+    )
+
+
+def _first_line(error: Exception, limit: int = 200) -> str:
+    """The start of an error's message: TensorStore's carry kilobytes of spec."""
+    line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return line if len(line) <= limit else line[:limit] + " ..."
+
+
+def _free_path(path: Path) -> Path:
+    """`path`, or `path`-2, -3, ... if it is taken (a step set aside twice)."""
+    candidate, number = path, 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}-{number}")
+    return candidate
+
+
+def _warn_half_written(directory: Path) -> None:
+    if not directory.exists():
+        return
+    for partial in sorted(directory.glob("*.orbax-checkpoint-tmp*")):
+        logging.warning("%s is a half-written checkpoint (a save was interrupted); "
+                        "ignored and left in place", partial)
 
 
 def _as_json(signature: dict) -> dict:

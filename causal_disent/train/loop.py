@@ -10,6 +10,7 @@ from absl import logging
 
 from causal_disent.runs.checkpoint import StageCheckpoints
 from causal_disent.train import deadline as deadline_lib
+from causal_disent.train import finite_guard, interrupts
 from causal_disent.train.deadline import Deadline, TimeBudgetExhausted
 from causal_disent.train.reporting import MetricsWriter, Progress
 
@@ -36,8 +37,12 @@ def fit(
     `step_fn` places the host's batch on the devices and runs the jitted step
     (runner.compiled_step_fn).
 
-    An interrupt (Ctrl-C, preemption's SIGINT) saves a checkpoint of the last
-    completed step before it propagates, so a rerun resumes there.
+    SIGTERM or SIGINT (preemption, Ctrl-C) lets the step in flight finish, saves it
+    and raises interrupts.Interrupted (with several processes, all stop at the same
+    step: they agree every `log_every_steps`); a rerun resumes there.
+
+    A non-finite metric or state stops the run with finite_guard.NonFiniteTraining
+    before anything non-finite is saved (checked at log steps and before each save).
 
     Time budget: `deadline` (None: `deadline.current()`, the process's). Expired
     before the first step, it raises TimeBudgetExhausted at once and saves nothing
@@ -62,65 +67,79 @@ def fit(
     if deadline_lib.expired_on_every_host(deadline):
         raise TimeBudgetExhausted(stage, first_step, last_step, deadline.elapsed_minutes())
     # Agreeing across processes is a collective, too costly to run every step.
-    check_deadline_every = 1 if jax.process_count() == 1 else log_every_steps
+    several_hosts = jax.process_count() > 1
+    check_every = log_every_steps if several_hosts else 1
 
     def evaluate_if_due(state, step: int) -> None:
         if (evaluate_fn is not None and evaluate_every_steps > 0
                 and step % evaluate_every_steps == 0 and step < last_step):
             evaluate_fn(state, step)
 
-    def flush(pending: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    def fetched(pending: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+        """The rows on the host, checked: a non-finite one is written (for the
+        record) with those before it, then stops the run."""
         rows = _with_learning_rates(jax.device_get(pending), learning_rate_fn)
-        writer.write(stage, rows)
+        bad = finite_guard.first_non_finite(rows)
+        if bad is not None:
+            writer.write(stage, [row for row in rows if row[0] <= bad[0]])
+            raise finite_guard.NonFiniteTraining(stage, *bad, checkpoints.latest_path())
         return rows
 
+    def save(state, step: int, pending, *, force: bool = False) -> None:
+        """Saves `state` at `step` when due (or `force`), after checking the rows not
+        yet written and the state itself."""
+        if not (force or checkpoints.due(step)):
+            return
+        fetched(pending)
+        if not finite_guard.state_is_finite(state):
+            raise finite_guard.NonFiniteTraining(
+                stage, step, "a parameter or optimiser value is not finite",
+                checkpoints.latest_path())
+        checkpoints.save(state, step, force=True)
+
+    def stop(state, step: int, pending) -> None:
+        """Writes the pending rows and waits for a checkpoint of `step`."""
+        rows = fetched(pending)
+        writer.write(stage, rows)
+        if rows:
+            progress.log(*rows[-1])
+        save(state, step, [], force=True)
+        checkpoints.wait()
+
     progress = Progress(stage, last_step, global_batch_size)
+    writer.discard_after(stage, first_step)
     pending: list[tuple[int, dict]] = []
-    completed = first_step  # the step `state` is at
     evaluate_if_due(state, first_step)
-    try:
+    with interrupts.deferred():
         for step, local_batch in zip(range(first_step, last_step), local_batches):
             state, metrics = step_fn(state, local_batch, step)
-            completed = step + 1
             pending.append((step + 1, metrics))
             if step == first_step:
                 jax.block_until_ready(state)  # compilation ends here; rates start now
                 progress.start_timing(step + 1)
             if (step + 1) % log_every_steps == 0 or step + 1 == last_step:
-                progress.log(*flush(pending)[-1])
-                pending = []
-            checkpoints.save(state, step + 1)
+                rows, pending = fetched(pending), []
+                writer.write(stage, rows)
+                progress.log(*rows[-1])
+            save(state, step + 1, pending)
             evaluate_if_due(state, step + 1)
-            if (step + 1 < last_step and (step + 1) % check_deadline_every == 0
+            if (step + 1) % check_every == 0 or step + 1 == last_step:
+                signal_number = interrupts.requested(on_every_host=several_hosts)
+                if signal_number is not None:
+                    logging.warning("[%s] stopping at step %d on a signal", stage, step + 1)
+                    stop(state, step + 1, pending)
+                    raise interrupts.Interrupted(signal_number, stage, step + 1)
+            if (step + 1 < last_step and (step + 1) % check_every == 0
                     and deadline_lib.expired_on_every_host(deadline)):
-                rows, pending = flush(pending), []
-                if rows:
-                    progress.log(*rows[-1])
-                _pause(stage, state, step + 1, last_step, checkpoints, deadline)
-    except KeyboardInterrupt:
-        logging.warning("[%s] interrupted; saving a checkpoint before exiting", stage)
-        flush(pending)
-        try:
-            checkpoints.save(state, completed, force=True)
-            checkpoints.wait()
-        except Exception as error:  # e.g. interrupted mid-step: buffers were donated
-            logging.warning("[%s] no checkpoint saved (%s); a rerun resumes from the "
-                            "last periodic one", stage, error)
-        raise
-    checkpoints.save(state, last_step, force=True)
-    checkpoints.wait()
+                logging.warning("[%s] time budget of %g minutes spent; saving step %d",
+                                stage, deadline.minutes, step + 1)
+                stop(state, step + 1, pending)
+                checkpoints.close()  # the stage ends here
+                raise TimeBudgetExhausted(stage, step + 1, last_step,
+                                          deadline.elapsed_minutes())
+        save(state, last_step, pending, force=True)
+        checkpoints.wait()
     return state
-
-
-def _pause(stage: str, state, step: int, last_step: int, checkpoints: StageCheckpoints,
-           deadline: Deadline):
-    """Checkpoints `state` (at `step`), waits for the write, and raises
-    TimeBudgetExhausted so that the process can exit and a rerun resume here."""
-    logging.warning("[%s] time budget of %g minutes spent; saving step %d", stage,
-                    deadline.minutes, step)
-    checkpoints.save(state, step, force=True)
-    checkpoints.close()  # waits for the write; the stage ends here
-    raise TimeBudgetExhausted(stage, step, last_step, deadline.elapsed_minutes())
 
 
 def _with_learning_rates(rows: list[tuple[int, dict]], schedule: Callable | None):

@@ -1,12 +1,13 @@
 """Console progress and the per-step metric file of a training run.
 
 Per-step metrics stay on the device until a log step, then are fetched together and
-appended to WORKDIR/metrics.jsonl (one JSON object per step), so logging does not
+appended to WORKDIR/metrics.jsonl (one JSON object per step, each step once however often the run resumed), so logging does not
 stall the device pipeline every step. Results and learning curves are the run
 format's (runs/results.py).
 """
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import jax
 import numpy as np
 from absl import logging
 
+from causal_disent.utils import json_values
 from causal_disent.utils.json_values import to_python
 
 
@@ -24,6 +26,21 @@ class MetricsWriter:
         self.path = Path(workdir) / "metrics.jsonl"
         self.enabled = jax.process_index() == 0
 
+    def discard_after(self, stage: str, step: int) -> None:
+        """Drops the rows of `stage` past `step` and any line cut short: a run killed
+        after logging steps it had not checkpointed logs them again when it resumes
+        from `step`, and each step must appear once. Rewrites the file atomically,
+        only when there is something to drop."""
+        if not self.enabled or not self.path.exists():
+            return
+        lines = self.path.read_text().splitlines()
+        kept = [line for line in lines if _keep(line, stage, step)]
+        if len(kept) == len(lines) and self.path.read_bytes().endswith(b"\n"):
+            return
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(line + "\n" for line in kept))
+        os.replace(tmp, self.path)
+
     def write(self, stage: str, rows: list[tuple[int, dict]]) -> None:
         if not self.enabled or not rows:
             return
@@ -31,7 +48,15 @@ class MetricsWriter:
             for step, metrics in rows:
                 record = {"stage": stage, "step": step}
                 record.update({k: to_python(v) for k, v in metrics.items()})
-                f.write(json.dumps(record) + "\n")
+                f.write(json_values.dumps(record) + "\n")
+
+
+def _keep(line: str, stage: str, step: int) -> bool:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:  # cut short by a killed process
+        return False
+    return record.get("stage") != stage or record.get("step", 0) <= step
 
 
 class Progress:

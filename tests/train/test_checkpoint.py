@@ -1,3 +1,4 @@
+import jax
 import jax.numpy as jnp
 import optax
 import pytest
@@ -19,8 +20,6 @@ def save_one(workdir, signature):
 def test_save_then_restore(tmp_path):
     save_one(tmp_path, {"model": {"k": 8}})
     checkpoints = checkpoint.StageCheckpoints(tmp_path, "mcqvae", {"model": {"k": 8}}, 1, 2)
-    import jax
-
     restored = checkpoints.restore_latest(jax.eval_shape(make_state))
     assert float(restored.params["w"].sum()) == 3.0
     checkpoints.close()
@@ -35,13 +34,19 @@ def test_incompatible_config_is_named(tmp_path):
     checkpoint.check_workdir_compatible(tmp_path, "other_stage", {"model": {"k": 16}})
 
 
-def test_corrupt_checkpoint_is_a_clear_error_and_nothing_is_deleted(tmp_path):
+def test_corrupt_only_checkpoint_is_a_clear_error_and_nothing_is_deleted(tmp_path):
+    """Validation leaves an unreadable signature to the restore, which names it; with
+    no readable step to fall back to, nothing is moved or deleted."""
     save_one(tmp_path, {"model": 1})
     step_dir = checkpoint.checkpoint_dir(tmp_path, "mcqvae") / "0"
     for path in (step_dir / "signature").rglob("*"):
         if path.is_file():
             path.write_bytes(b"\x00garbage")
     files_before = sorted(p for p in step_dir.rglob("*"))
-    with pytest.raises(checkpoint.CheckpointError, match="corrupt or incomplete"):
-        checkpoint.check_workdir_compatible(tmp_path, "mcqvae", {"model": 1})
+    checkpoint.check_workdir_compatible(tmp_path, "mcqvae", {"model": 1})
+    checkpoints = checkpoint.StageCheckpoints(tmp_path, "mcqvae", {"model": 1}, 1, 2)
+    with pytest.raises(checkpoint.CheckpointError, match=r"cannot be read .*corrupt or "
+                       r"incomplete.*Nothing was changed"):
+        checkpoints.restore_latest(jax.eval_shape(make_state))
+    checkpoints.close()
     assert sorted(p for p in step_dir.rglob("*")) == files_before

@@ -60,8 +60,15 @@ class FakeCheckpoints:
     def __init__(self, events: list, every: int):
         self.events, self.every = events, every
 
+    def due(self, step):
+        return step % self.every == 0
+
+    def latest_path(self):
+        saves = [event for event in self.events if event[0] == "save"]
+        return f"save {saves[-1][1]}" if saves else None
+
     def save(self, state, step, *, force=False):
-        if force or step % self.every == 0:
+        if force or self.due(step):
             self.events.append(("save", step, int(state)))
 
     def wait(self):

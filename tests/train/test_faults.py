@@ -1,0 +1,322 @@
+"""Faults during training: divergence (NaN guard), signals (SIGTERM / SIGINT),
+unreadable checkpoints, repeated metric rows, and records that strict JSON parsers
+accept. Unit tests with fakes first, then tiny real runs of stage 1."""
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from causal_disent.runs import checkpoint
+from causal_disent.train import finite_guard, interrupts, loop, reporting, stages
+from causal_disent.utils import json_values
+from tests.helpers import REPO_ROOT
+from tests.train.test_deadline import FakeCheckpoints
+from tests.train.test_training import final_params, tiny_config
+
+
+def strict_json(text: str):
+    """json.loads that rejects NaN and Infinity, as strict parsers do."""
+    def refuse(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+# The NaN guard -----------------------------------------------------------------------
+
+
+def test_first_non_finite_names_the_row_and_prefers_the_loss():
+    rows = [(1, {"loss": 1.0, "grad_norm": 2.0, "mode": "a"}),
+            (2, {"kl": np.nan, "loss": np.inf}),
+            (3, {"loss": np.nan})]
+    assert finite_guard.first_non_finite(rows) == (2, "loss = inf")
+    assert finite_guard.first_non_finite(rows[:1]) is None
+    assert finite_guard.first_non_finite([(4, {"per_unit": np.array([1.0, np.nan])})]) == (
+        4, "per_unit = 1 non-finite of 2 values")
+
+
+def test_state_is_finite_looks_at_every_float_leaf():
+    state = {"params": jnp.ones(3), "step": jnp.array(2), "moments": (jnp.zeros(2),)}
+    assert finite_guard.state_is_finite(state)
+    state["moments"] = (jnp.array([0.0, -jnp.inf]),)
+    assert not finite_guard.state_is_finite(state)
+
+
+def blowing_up_fit(tmp_path, events, *, loss_at, state_at=lambda step: 1.0):
+    """fit on a fake whose loss and state at each step come from the lambdas."""
+    return loop.fit(
+        stage="fake", state=jnp.array(0.0),
+        step_fn=lambda state, batch, step: (jnp.array(state_at(step + 1)),
+                                            {"loss": jnp.array(loss_at(step + 1))}),
+        local_batches=itertools.repeat({}), first_step=0, last_step=9,
+        global_batch_size=1, checkpoints=FakeCheckpoints(events, every=2),
+        writer=reporting.MetricsWriter(tmp_path), log_every_steps=4,
+    )
+
+
+def test_a_non_finite_loss_stops_before_the_next_save(tmp_path):
+    events = []
+    with pytest.raises(finite_guard.NonFiniteTraining,
+                       match=r"diverged: loss = nan at step 3.*last good checkpoint is save 2"):
+        blowing_up_fit(tmp_path, events, loss_at=lambda step: np.nan if step >= 3 else 1.0)
+    assert [event[1] for event in events] == [2]  # step 4's save never happened
+    rows = [strict_json(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2, 3]  # up to the bad row, for the record
+    assert rows[-1]["loss"] is None and rows[-1]["loss_not_finite"] == "nan"
+
+
+def test_a_non_finite_state_is_never_saved(tmp_path):
+    events = []
+    with pytest.raises(finite_guard.NonFiniteTraining, match="parameter or optimiser value"):
+        blowing_up_fit(tmp_path, events, loss_at=lambda step: 1.0,
+                       state_at=lambda step: np.inf if step >= 5 else 1.0)
+    assert [event[1] for event in events] == [2, 4]
+
+
+@pytest.mark.parametrize("learning_rate", [float("nan"), 1e6])
+def test_a_diverging_run_stops_with_no_checkpoint_and_a_clear_error(tmp_path, learning_rate):
+    config = tiny_config()
+    config.mcqvae.optim.learning_rate = learning_rate
+    with pytest.raises(finite_guard.NonFiniteTraining, match="stage mcqvae diverged") as stopped:
+        stages.run(config, tmp_path)
+    directory = checkpoint.checkpoint_dir(tmp_path, "mcqvae")
+    saved = [path.name for path in directory.iterdir()] if directory.exists() else []
+    assert not [name for name in saved if name.isdigit()], saved
+    assert "no checkpoint of this stage was saved" in str(stopped.value)
+    assert not (tmp_path / "results.json").exists()
+    for line in (tmp_path / "metrics.jsonl").read_text().splitlines():
+        strict_json(line)
+
+
+# Signals -------------------------------------------------------------------------------
+
+
+def signalling_fit(tmp_path, events, signal_number, *, at_step, last_step=9, repeat=False):
+    def step_fn(state, batch, step):
+        if step + 1 == at_step or (repeat and step + 1 > at_step):
+            os.kill(os.getpid(), signal_number)  # handled before the step returns
+        return state + 1, {"loss": state * 1.0}
+
+    return loop.fit(
+        stage="fake", state=jnp.array(0), step_fn=step_fn,
+        local_batches=itertools.repeat({}), first_step=0, last_step=last_step,
+        global_batch_size=1, checkpoints=FakeCheckpoints(events, every=4),
+        writer=reporting.MetricsWriter(tmp_path), log_every_steps=4,
+    )
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_saves_the_step_in_flight_and_stops(tmp_path, signal_number):
+    events = []
+    with pytest.raises(interrupts.Interrupted, match="received: stage fake saved at step 3") as stopped:
+        signalling_fit(tmp_path, events, signal_number, at_step=3)
+    assert events[-1] == ("save", 3, 3)
+    assert stopped.value.exit_status == 128 + signal_number
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2, 3]
+    assert signal.getsignal(signal_number) is not interrupts._handle  # restored
+
+
+def test_a_signal_in_the_last_step_still_stops_after_saving_it(tmp_path):
+    events = []
+    with pytest.raises(interrupts.Interrupted, match="saved at step 9"):
+        signalling_fit(tmp_path, events, signal.SIGTERM, at_step=9)
+    assert events[-1] == ("save", 9, 9)
+
+
+def test_outside_training_a_signal_stops_at_once():
+    with pytest.raises(interrupts.Interrupted, match="SIGTERM received: outside training"):
+        with interrupts.handled():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # interrupted long before
+
+
+def run_cli(*args):
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    return subprocess.Popen([sys.executable, "-m", "causal_disent.main", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO_ROOT)
+
+
+def test_sigterm_from_outside_saves_exits_143_and_the_rerun_resumes(tmp_path):
+    config = f"--config={REPO_ROOT / 'configs' / 'ctvae_shapes3d.py'}:tiny"
+    args = [config, f"--workdir={tmp_path}", "--config.stages=('mcqvae',)",
+            "--config.mcqvae.train.num_steps=100000", "--config.mcqvae.train.log_every_steps=1"]
+    process = run_cli(*args)
+    metrics = tmp_path / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 3):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143, stderr[-3000:]
+    assert "Traceback" not in stderr
+    saved = checkpoint.StageCheckpoints(tmp_path, "mcqvae", {}, 1, 1).latest_step()
+    assert f"stopped: SIGTERM received: stage mcqvae saved at step {saved}; rerun" in stdout
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [row["step"] for row in rows] == list(range(1, saved + 1))
+    # The same command, shortened to end two steps later, resumes from the saved step.
+    args[3] = f"--config.mcqvae.train.num_steps={saved + 2}"
+    process = run_cli(*args)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    assert f"resumed from step {saved}" in stderr
+    assert json.loads((tmp_path / "results.json").read_text())["mcqvae"]["steps"] == saved + 2
+
+
+# Unreadable checkpoints ----------------------------------------------------------------
+
+
+def save_steps(workdir, steps, signature=None):
+    checkpoints = checkpoint.StageCheckpoints(workdir, "fake", signature or {"k": 1}, 1, 10)
+    for step in steps:
+        checkpoints.save({"w": jnp.full(4, float(step))}, step)
+    checkpoints.close()
+    return checkpoint.checkpoint_dir(workdir, "fake")
+
+
+def truncate_data_files(step_dir):
+    for path in (step_dir / "state").rglob("*"):
+        if path.is_file() and path.parent.name == "d":
+            with path.open("r+b") as f:
+                f.truncate(3)
+
+
+def tree_bytes(directory):
+    return {path.relative_to(directory): path.read_bytes()
+            for path in sorted(directory.rglob("*")) if path.is_file()}
+
+
+def restore(workdir):
+    checkpoints = checkpoint.StageCheckpoints(workdir, "fake", {"k": 1}, 1, 10)
+    try:
+        return checkpoints.restore_latest({"w": jax.ShapeDtypeStruct((4,), jnp.float32)})
+    finally:
+        checkpoints.close()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted", "bad signature"])
+def test_an_unreadable_latest_checkpoint_falls_back_and_is_kept_aside(tmp_path, damage, caplog):
+    directory = save_steps(tmp_path, [1, 2, 3])
+    if damage == "truncated":
+        truncate_data_files(directory / "3")
+    elif damage == "deleted":
+        (directory / "3" / "state" / "manifest.ocdbt").unlink()
+    else:
+        (directory / "3" / "signature" / "metadata").write_text("{not json")
+    damaged = tree_bytes(directory / "3")
+    checkpoint.check_workdir_compatible(tmp_path, "fake", {"k": 1})  # not an error
+    assert float(restore(tmp_path)["w"][0]) == 2.0
+    kept = checkpoint.unreadable_dir(directory) / "3"
+    assert tree_bytes(kept) == damaged  # moved, byte for byte, never deleted
+    assert not (directory / "3").exists()
+    assert f"the checkpoint at {directory / '3'} cannot be read" in caplog.text
+    assert f"moved it to {kept} and resumed from step 2" in caplog.text
+
+
+def test_a_step_set_aside_twice_keeps_both_copies(tmp_path):
+    directory = save_steps(tmp_path, [1, 2])
+    for _ in range(2):
+        truncate_data_files(directory / "2")
+        assert float(restore(tmp_path)["w"][0]) == 1.0
+        save_steps(tmp_path, [2])
+    aside = checkpoint.unreadable_dir(directory)
+    assert sorted(path.name for path in aside.iterdir()) == ["2", "2-2"]
+
+
+def test_a_half_written_checkpoint_is_named_and_left_alone(tmp_path, caplog):
+    directory = save_steps(tmp_path, [1])
+    partial = directory / "2.orbax-checkpoint-tmp-1700000000"
+    shutil.copytree(directory / "1", partial)
+    assert float(restore(tmp_path)["w"][0]) == 1.0
+    assert partial.exists() and f"{partial} is a half-written checkpoint" in caplog.text
+
+
+def test_when_no_checkpoint_is_readable_nothing_moves(tmp_path):
+    directory = save_steps(tmp_path, [1, 2])
+    for step in ("1", "2"):
+        truncate_data_files(directory / step)
+    before = tree_bytes(directory)
+    with pytest.raises(checkpoint.CheckpointError, match=r"no checkpoint .* can be read "
+                       r"\(steps 2, 1.*Nothing was changed"):
+        restore(tmp_path)
+    assert tree_bytes(directory) == before
+    assert not checkpoint.unreadable_dir(directory).exists()
+
+
+def test_an_incompatible_older_checkpoint_is_still_an_error(tmp_path):
+    save_steps(tmp_path, [1], signature={"k": 2})
+    with pytest.raises(checkpoint.CheckpointError, match="incompatible config"):
+        restore(tmp_path)
+
+
+def test_a_failed_write_names_the_step_and_keeps_the_others(tmp_path, monkeypatch):
+    directory = save_steps(tmp_path, [1])
+    checkpoints = checkpoint.StageCheckpoints(tmp_path, "fake", {"k": 1}, 1, 10)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoints.manager, "save", disk_full)
+    with pytest.raises(checkpoint.CheckpointError,
+                       match=r"cannot write the checkpoint .*/2 \(No space left on device\); "
+                             r"the earlier checkpoints are intact"):
+        checkpoints.save({"w": jnp.zeros(4)}, 2)
+    checkpoints.close()
+    assert float(restore(tmp_path)["w"][0]) == 1.0 and (directory / "1").exists()
+
+
+def test_a_run_with_a_corrupt_latest_checkpoint_resumes_to_the_same_parameters(tmp_path):
+    """Stage 1 to step 6 (checkpoints 3 and 6); step 6 truncated; the rerun falls back
+    to 3 and trains again to parameters equal to the uninterrupted ones."""
+    stages.run(tiny_config(), tmp_path)
+    uninterrupted, _ = final_params(tmp_path)
+    directory = checkpoint.checkpoint_dir(tmp_path, "mcqvae")
+    truncate_data_files(directory / "6")
+    (tmp_path / "results.json").unlink()  # as if killed before its evaluation
+    stages.run(tiny_config(), tmp_path)
+    resumed, step = final_params(tmp_path)
+    assert step == 6 and (checkpoint.unreadable_dir(directory) / "6").exists()
+    jax.tree.map(np.testing.assert_array_equal, resumed, uninterrupted)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2, 3, 4, 5, 6]  # each step once
+
+
+# Records -------------------------------------------------------------------------------
+
+
+def test_metric_rows_past_the_resumed_step_and_cut_lines_are_dropped(tmp_path):
+    writer = reporting.MetricsWriter(tmp_path)
+    writer.write("a", [(1, {"loss": 1.0})])
+    writer.write("b", [(1, {"loss": 1.0}), (2, {"loss": 2.0}), (3, {"loss": 3.0})])
+    with writer.path.open("a") as f:
+        f.write('{"stage": "b", "st')  # killed mid-line
+    writer.discard_after("b", 2)
+    assert [(r["stage"], r["step"]) for r in map(json.loads, writer.path.read_text().splitlines())] == [
+        ("a", 1), ("b", 1), ("b", 2)]
+    mtime = writer.path.stat().st_mtime_ns
+    writer.discard_after("b", 2)  # nothing to drop: left untouched
+    assert writer.path.stat().st_mtime_ns == mtime
+
+
+def test_strict_json_writes_null_with_the_reason_beside_it():
+    record = {"tc": float("nan"), "kl": np.array([1.0, np.inf, -np.inf]), "ok": 2.0,
+              "nested": {"x": np.float32("-inf")}, "rows": [{"y": float("nan")}],
+              "name": "run", "none": None}
+    decoded = strict_json(json_values.dumps(record))
+    assert decoded == {
+        "tc": None, "tc_not_finite": "nan",
+        "kl": [1.0, None, None], "kl_not_finite": "2 of 3 values were not finite",
+        "ok": 2.0, "nested": {"x": None, "x_not_finite": "-inf"},
+        "rows": [{"y": None, "y_not_finite": "nan"}], "name": "run", "none": None,
+    }

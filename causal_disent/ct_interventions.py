@@ -86,8 +86,8 @@ def apply_action(
     if images.shape[0] != 1:
         raise ValueError(f"apply_action takes one image [H, W, ch], got {image.shape}")
     _check_action(model, action)
-    if times < 1:
-        raise ValueError(f"times must be at least 1, got {times}")
+    if isinstance(times, bool) or not isinstance(times, (int, np.integer)) or times < 1:
+        raise ValueError(f"times must be an integer >= 1, got {times!r}")
     codes = model.encode(images)
     chain = [codes]
     for step in range(times):
@@ -160,6 +160,9 @@ def _check_images(model: CTVAE, images: np.ndarray) -> np.ndarray:
 
 
 def _check_action(model: CTVAE, action: int) -> None:
+    if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+        raise ValueError(f"action must be an integer index, got {action!r} "
+                         f"({type(action).__name__}); see model.action_names")
     if not 0 <= int(action) < model.num_actions:
         raise ValueError(
             f"action {action} is out of range: this model has {model.num_actions} actions "

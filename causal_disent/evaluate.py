@@ -21,6 +21,8 @@ from pathlib import Path
 
 from absl import app, flags, logging
 
+from causal_disent import cli
+
 _WORKDIR = flags.DEFINE_string("workdir", None, "A finished run of causal_disent.main.")
 _MODEL = flags.DEFINE_enum(
     "model", "trained", ["trained", "identity", "random"],
@@ -42,7 +44,7 @@ _OUTPUT = flags.DEFINE_string(
 
 def main(argv) -> None:
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     from causal_disent.runs.checkpoint import quiet_orbax_info
     from causal_disent.utils import json_values
 
@@ -138,4 +140,4 @@ def summary(card: dict) -> str:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=cli.parse_flags_or_exit)

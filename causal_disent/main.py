@@ -26,6 +26,7 @@ import jax
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from causal_disent import cli
 from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
 from causal_disent.train import interrupts, stages
 from causal_disent.train.deadline import TimeBudgetExhausted
@@ -65,7 +66,9 @@ def default_workdir(config_argument: str) -> Path:
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        sys.exit(f"error: unexpected arguments {' '.join(argv[1:])}; every option is "
+                 "a --flag (--config=FILE.py[:variant], --config.<field>=VALUE, --workdir)")
+    config = cli.loaded_config_or_exit(_CONFIG.value)
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     if _DISTRIBUTED.value:
         jax.distributed.initialize()
@@ -75,7 +78,7 @@ def main(argv):
         print(f"workdir: {workdir.absolute()}")
     try:
         with interrupts.handled():
-            stages.run(_CONFIG.value, workdir, max_minutes=_MAX_MINUTES.value)
+            stages.run(config, workdir, max_minutes=_MAX_MINUTES.value)
     except (stages.InvalidRunError, CheckpointError, NonFiniteTraining) as error:
         sys.exit(f"error: {error}")
     except TimeBudgetExhausted as paused:
@@ -87,4 +90,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=cli.parse_flags_or_exit)

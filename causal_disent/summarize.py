@@ -20,6 +20,8 @@ import sys
 
 from absl import app, flags
 
+from causal_disent import cli
+
 _GROUPS = flags.DEFINE_multi_string("group", [], "LABEL=PATH,PATH,... (repeatable).")
 _REPRESENTATION = flags.DEFINE_string(
     "representation", None, "The cards' representation to read (default: each card's first).")
@@ -39,9 +41,9 @@ def parse_group(argument: str) -> tuple[str, list[str]]:
 
 def main(argv) -> None:
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     if not _GROUPS.value:
-        raise app.UsageError("give at least one --group=LABEL=WORKDIR,...")
+        sys.exit("error: give at least one --group=LABEL=WORKDIR,...")
     from causal_disent.evaluation import card_summary
 
     groups = []
@@ -60,4 +62,4 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=cli.parse_flags_or_exit)

@@ -17,9 +17,17 @@ VARIANTS = [None, "small", "tiny"]
 
 @pytest.mark.parametrize("name", CONFIG_FILES)
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_config_loads_and_validates(name, variant, tmp_path):
+def test_config_loads_and_validates(name, variant, tmp_path, monkeypatch):
+    """Every config validates; one of a real dataset first names the dataset as not
+    prepared (in an empty data_dir), then validates the rest with it stubbed out."""
     module = importlib.import_module(f"configs.{name}")
     config = module.get_config(variant)
+    if registry.DATASETS[config.data.name].reads_data_dir:
+        unprepared = config.copy_and_resolve_references()
+        unprepared.data.data_dir = str(tmp_path / "empty_data_dir")
+        with pytest.raises(stages.InvalidRunError, match="is not prepared"):
+            stages.validate(unprepared, tmp_path / "unprepared", stages.make_data_mesh())
+        monkeypatch.setattr(registry, "dataset_from_config", lambda data_config: None)
     stages.validate(config, tmp_path, stages.make_data_mesh())
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -94,7 +95,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         sheet = contact_sheet(dataset, base, upscale=args.upscale, max_columns=args.max_columns)
     except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None
-    path = save_png(sheet, args.out or f"{args.dataset}.png")
+    out = Path(args.out or f"{args.dataset}.png")
+    if out.suffix.lower() != ".png":
+        raise SystemExit(f"error: --out {out} must name a .png file")
+    try:
+        path = save_png(sheet, out)
+    except OSError as error:
+        raise SystemExit(f"error: cannot write {out} ({error.strerror or error}); pass "
+                         "--out=<a writable folder>/<name>.png") from None
     print(f"wrote {path}")
 
 

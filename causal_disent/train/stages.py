@@ -15,7 +15,7 @@ from causal_disent.runs import ct as ct_run
 from causal_disent.runs import mcqvae as mcqvae_run
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs.config_file import write_config
-from causal_disent.train import causalvae_stage, code_cache, ct_stage
+from causal_disent.train import causalvae_stage, code_cache, config_ranges, ct_stage
 from causal_disent.train import deadline as deadline_lib
 from causal_disent.train import mcqvae_stage, vae_stage
 from causal_disent.utils.sharding import make_data_mesh
@@ -53,9 +53,13 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
                 f"unknown stage {stage!r} in config.stages; known stages: "
                 f"{', '.join(STAGES)}"
             )
+    config_ranges.check_ranges(config)
     registry.check_dataset_name(config.data.name)
+    try:  # opening is cheap (procedural: nothing rendered; TFDS: file handles)
+        registry.dataset_from_config(config.data)
+    except OSError as error:  # a real dataset not prepared: its message says how
+        raise ValueError(str(error)) from error
     splits.check_split_fractions(config.data.split_fractions)
-    check_workdir_writable(workdir)
     for stage in config.stages:
         training, run_format = STAGES[stage]
         if config.get("num_seeds", 1) != 1 and not getattr(training, "TRAINS_MANY_SEEDS", False):
@@ -64,6 +68,7 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
                              "set num_seeds = 1 and run one seed per process")
         training.validate(config, mesh, workdir)
         checkpoint.check_workdir_compatible(workdir, stage, run_format.signature(config))
+    check_workdir_writable(workdir)  # last: it creates the workdir
 
 
 def many_seed_stages() -> list[str]:

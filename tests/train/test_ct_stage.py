@@ -83,6 +83,13 @@ def test_interventions_api(two_stage_run):
     assert interventions.infer_action(model, dataset.images(np.arange(3)), dataset.images(np.arange(3))).shape == (3, 12)
     with pytest.raises(ValueError, match="out of range.*12 actions"):
         interventions.apply_action(model, x, action=12)
+    for not_an_index in (2.5, True, "3", np.float32(1)):
+        with pytest.raises(ValueError, match="action must be an integer index"):
+            interventions.apply_action(model, x, action=not_an_index)
+    with pytest.raises(ValueError, match="times must be an integer >= 1"):
+        interventions.apply_action(model, x, action=np.int64(1), times=1.5)
+    with pytest.raises(ValueError, match=r"images must be \[H, W, ch\]"):
+        interventions.apply_action(model, x[:32], action=1)
     with pytest.raises(ValueError, match="must be uint8"):
         interventions.infer_action(model, x.astype(np.float32), y)
     with pytest.raises(ValueError, match=r"\[H, W, ch\] = \[64, 64, 3\]"):

@@ -1,0 +1,132 @@
+"""One-line errors for the command lines' flags and config files.
+
+absl and ml_collections report a bad flag with a traceback: an unknown override
+field takes 55 lines (its "did you mean" at the very end), a config file that does
+not exist 41, with the cause in the middle. `parse_flags_or_exit` (the
+`flags_parser` of `app.run`) and `loaded_config_or_exit` turn each into one
+`error: ...` line naming the problem and the fix, and exit with status 1.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import re
+import sys
+from collections.abc import Sequence
+
+import ml_collections
+from absl import flags
+
+CONFIG_FLAG = "config"
+_OVERRIDE = re.compile(rf"^--{CONFIG_FLAG}\.([\w.]+)=")
+_ERROR_LINE = re.compile(r"^\s*(?:\w+\.)*\w*(?:Error|Exception): (.+)$")
+
+
+def parse_flags_or_exit(argv: Sequence[str]) -> list[str]:
+    """flags.FLAGS(argv), or exit with one `error:` line saying what is wrong."""
+    try:
+        return flags.FLAGS(argv)
+    except Exception as error:  # absl's flags.Error, ml_collections' Key/AttributeError
+        sys.exit(f"error: {explain(error, argv)}")
+
+
+def loaded_config_or_exit(config) -> ml_collections.ConfigDict:
+    """`config` (a config flag's value); ml_collections defers a config file's load
+    error until first use, so this uses it and exits with one line if it failed."""
+    try:
+        config.keys()
+    except OSError as error:
+        sys.exit(f"error: {_config_file_problem(str(error))}")
+    return config
+
+
+def explain(error: Exception, argv: Sequence[str]) -> str:
+    """One line for a flag-parsing failure: an unknown config field with the fields
+    that exist, a config file's own error, else the error's last message line."""
+    config = _config_if_loaded() or _load_config_of(argv)
+    if config is not None:
+        for argument in argv:
+            match = _OVERRIDE.match(argument)
+            if match and (problem := unknown_field(config, match.group(1))):
+                return problem
+    text = str(error)
+    if "Error whilst parsing config file" in text or "Failed loading config" in text:
+        return _config_file_problem(text)
+    return _last_message(text)
+
+
+def unknown_field(config: ml_collections.ConfigDict, dotted: str) -> str | None:
+    """None if `dotted` names a field of `config`; else a line saying which part is
+    unknown, what exists there, and the closest names."""
+    node, walked = config, []
+    for part in dotted.split("."):
+        if not isinstance(node, (ml_collections.ConfigDict, dict)) or part not in node:
+            where = ".".join(walked) or "the config"
+            known = sorted(node.keys()) if isinstance(node, (ml_collections.ConfigDict, dict)) else []
+            guesses = difflib.get_close_matches(part, known, n=1)
+            elsewhere = [path for path in _leaf_paths(config)
+                         if path.rsplit(".", 1)[-1] == part and path != dotted]
+            hint = ""
+            if guesses:
+                hint = f"; did you mean {'.'.join([*walked, guesses[0]])}?"
+            elif elsewhere:
+                hint = f"; did you mean {' or '.join(elsewhere[:3])}?"
+            return (f"--{CONFIG_FLAG}.{dotted}: {where} has no field {part!r}"
+                    f"{hint} (its fields: {', '.join(known) or 'none'})")
+        node, walked = node[part], [*walked, part]
+    return None
+
+
+def _leaf_paths(node, prefix: str = ""):
+    for key, value in node.items():
+        path = f"{prefix}{key}"
+        yield path
+        if isinstance(value, (ml_collections.ConfigDict, dict)):
+            yield from _leaf_paths(value, path + ".")
+
+
+def _config_if_loaded():
+    try:
+        config = flags.FLAGS[CONFIG_FLAG].value
+        config.keys()
+    except Exception:  # no such flag, not parsed yet, or its file failed to load
+        return None
+    return config
+
+
+def _load_config_of(argv: Sequence[str]):
+    """The config that `--config=FILE.py[:variant]` in `argv` names, loaded as
+    ml_collections loads it (absl may not have stored it when an override failed);
+    None if there is none or it does not load."""
+    paths = [argument.split("=", 1)[1] for argument in argv
+             if argument.startswith(f"--{CONFIG_FLAG}=")]
+    if not paths:
+        return None
+    path, *variant = paths[-1].split(":", 1)
+    try:
+        spec = importlib.util.spec_from_file_location("_config_for_error_message", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.get_config(*variant)
+    except Exception:  # the file's own problem is reported elsewhere
+        return None
+
+
+def _config_file_problem(text: str) -> str:
+    missing = re.search(r"No such file or directory: '([^']+)'", text)
+    if missing:
+        return (f"config file {missing.group(1)} does not exist; pass "
+                f"--{CONFIG_FLAG}=configs/<name>.py[:variant] (see configs/)")
+    return f"the config file failed to load: {_last_message(text)}"
+
+
+def _last_message(text: str) -> str:
+    """The message of the last `SomethingError: message` line (a traceback's cause),
+    else the first non-empty line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        match = _ERROR_LINE.match(line)
+        if match:
+            return match.group(1)
+    return lines[0] if lines else "invalid flags"

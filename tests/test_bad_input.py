@@ -1,0 +1,129 @@
+"""Bad input on the command lines, as a user types it: each case ends with status 1,
+an `error:` line naming the problem and the fix, no traceback, nothing compiled and
+nothing written to the workdir. The commands run in parallel, once per module."""
+
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO_ROOT
+
+CT = "--config=configs/ctvae_shapes3d.py:tiny"
+VAE = "--config=configs/betavae_dsprites_synth.py:tiny"
+MAIN = "causal_disent.main"
+
+# (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder), error regex)
+CASES = [
+    ("missing config file", MAIN, ["--config=configs/nope.py", "--workdir={w}"],
+     r"config file configs/nope.py does not exist; pass --config=configs/<name>.py"),
+    ("unknown variant", MAIN, ["--config=configs/ctvae_shapes3d.py:huge", "--workdir={w}"],
+     r"unknown config variant 'huge'; known: small, tiny"),
+    ("misspelt field", MAIN, [CT, "--workdir={w}", "--config.mcqvae.optim.learnin_rate=1"],
+     r"mcqvae.optim has no field 'learnin_rate'; did you mean mcqvae.optim.learning_rate\?"),
+    ("field in another section", MAIN, [VAE, "--workdir={w}", "--config.vae.model.beta=2"],
+     r"vae.model has no field 'beta'; did you mean vae.objective.beta\?"),
+    ("unknown section", MAIN, [CT, "--workdir={w}", "--config.mcqvae.optimiser.batch_size=2"],
+     r"mcqvae has no field 'optimiser'; did you mean mcqvae.optim\?"),
+    ("wrong type", MAIN, [CT, "--workdir={w}", "--config.mcqvae.optim.batch_size=abc"],
+     r"--config.mcqvae.optim.batch_size=abc: invalid literal for int"),
+    ("negative batch", MAIN, [CT, "--workdir={w}", "--config.mcqvae.optim.batch_size=-8"],
+     r"mcqvae.optim.batch_size must be an integer > 0, got -8"),
+    ("zero batch", MAIN, [CT, "--workdir={w}", "--config.ct.optim.batch_size=0"],
+     r"ct.optim.batch_size must be an integer > 0, got 0"),
+    ("zero checkpoint interval", MAIN,
+     [CT, "--workdir={w}", "--config.mcqvae.train.checkpoint_every_steps=0"],
+     r"mcqvae.train.checkpoint_every_steps must be an integer > 0"),
+    ("zero log interval", MAIN, [VAE, "--workdir={w}", "--config.vae.train.log_every_steps=0"],
+     r"vae.train.log_every_steps must be an integer > 0"),
+    ("negative steps", MAIN, [CT, "--workdir={w}", "--config.mcqvae.train.num_steps=-5"],
+     r"mcqvae.train.num_steps must be an integer >= 0, got -5"),
+    ("NaN learning rate", MAIN, [CT, "--workdir={w}", "--config.mcqvae.optim.learning_rate=nan"],
+     r"mcqvae.optim.learning_rate must be a finite number > 0, got nan"),
+    ("negative learning rate", MAIN, [VAE, "--workdir={w}", "--config.vae.optim.learning_rate=-1"],
+     r"vae.optim.learning_rate must be a finite number > 0"),
+    ("negative seed", MAIN, [CT, "--workdir={w}", "--config.seed=-1"],
+     r"^error: seed must be an integer >= 0, got -1"),
+    ("no checkpoints kept", MAIN,
+     [CT, "--workdir={w}", "--config.mcqvae.train.max_checkpoints_to_keep=0"],
+     r"max_checkpoints_to_keep must be an integer > 0"),
+    ("zero eval batch", MAIN, [CT, "--workdir={w}", "--config.mcqvae.train.eval_batch_size=0"],
+     r"mcqvae.train.eval_batch_size must be an integer > 0"),
+    ("zero seeds", MAIN, [VAE, "--workdir={w}", "--config.num_seeds=0"],
+     r"num_seeds must be >= 1, got 0"),
+    ("negative consistency weight", MAIN, ["--config=configs/xae_dsprites_synth.py:tiny",
+     "--workdir={w}", "--config.vae.consistency.invariance_weight=-1"],
+     r"vae.consistency.invariance_weight must be >= 0, got -1"),
+    ("negative time budget", MAIN, [CT, "--workdir={w}", "--max_minutes=-1"],
+     r"--max_minutes=-1: -1.0 is not a non-negative number"),
+    ("stray argument", MAIN, [CT, "--workdir={w}", "extra"],
+     r"unexpected arguments extra; every option is a --flag"),
+    ("unknown dataset", MAIN, [CT, "--workdir={w}", "--config.data.name=shapes_3d"],
+     r"unknown dataset 'shapes_3d'. Did you mean 'shapes3d'\?"),
+    ("unknown stage", MAIN, [CT, "--workdir={w}", "--config.stages=('mcqvae','ctt')"],
+     r"unknown stage 'ctt' in config.stages"),
+    ("split fractions", MAIN, [CT, "--workdir={w}", "--config.data.split_fractions=(0.5,0.6,0.1)"],
+     r"data.split_fractions must sum to 1"),
+    ("unknown VAE loss", MAIN, [VAE, "--workdir={w}", "--config.vae.objective.name=betavea"],
+     r"betavea"),
+    ("real dataset not prepared", MAIN,
+     [CT, "--workdir={w}", "--config.data.name=shapes3d", "--config.data.data_dir={tmp}"],
+     r"shapes3d is not prepared: looked for .*Prepare it with"),
+    ("stage 2 without stage 1", MAIN, [CT, "--workdir={w}", "--config.stages=('ct',)"],
+     r"no stage-1 \(mcqvae\) checkpoint in .*run stage 'mcqvae' first"),
+    ("workdir is a file", MAIN, [CT, "--workdir={tmp}/a_file"],
+     r"workdir .*a_file is not writable"),
+    ("workdir under a file", MAIN, [CT, "--workdir={tmp}/a_file/run"],
+     r"workdir .*a_file/run is not writable"),
+    ("evaluating an empty workdir", "causal_disent.evaluate", ["--workdir={tmp}"],
+     r"config.json not found: pass the --workdir of a run of causal_disent.main"),
+    ("evaluating with a stray argument", "causal_disent.evaluate", ["--workdir={tmp}", "x"],
+     r"unexpected arguments: x"),
+    ("contact sheet to an unwritable path", "causal_disent.data.show",
+     ["dsprites_synth", "--out={tmp}/a_file/sheet.png"], r"cannot write .*sheet.png"),
+    ("contact sheet not a PNG", "causal_disent.data.show", ["dsprites_synth", "--out={tmp}/x.jpg"],
+     r"--out .*x.jpg must name a .png file"),
+]
+
+_LOG_LINE = re.compile(r"^([IWEF]\d{4} |WARNING:absl:)")
+
+
+def run_case(case, root):
+    name, module, arguments, _ = case
+    folder = root / re.sub(r"\W+", "_", name)
+    folder.mkdir()
+    (folder / "a_file").write_text("not a directory")
+    before = sorted(folder.rglob("*"))
+    args = [a.format(w=folder / "workdir", tmp=folder) for a in arguments]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    result = subprocess.run([sys.executable, "-m", module, *args], env=env, cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=300)
+    return result, before, sorted(folder.rglob("*"))
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad_input")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {case[0]: pool.submit(run_case, case, root) for case in CASES}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def test_the_table_is_long_enough():
+    assert len({case[0] for case in CASES}) == len(CASES) >= 20
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case[0] for case in CASES])
+def test_bad_input_is_one_error_line_and_changes_nothing(outcomes, case):
+    result, before, after = outcomes[case[0]]
+    messages = [line for line in result.stderr.splitlines() if not _LOG_LINE.match(line)]
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr + result.stdout
+    assert messages and messages[0].startswith("error: "), result.stderr[-2000:]
+    if case[0] != "real dataset not prepared":  # that one adds the commands to run
+        assert len(messages) == 1, messages
+    assert re.search(case[3], "\n".join(messages), re.DOTALL), messages
+    assert after == before  # not even the workdir was created

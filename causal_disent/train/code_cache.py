@@ -109,7 +109,7 @@ def load(directory: Path, identity: CacheIdentity) -> np.ndarray | None:
         )
     expected_shape = (identity.num_images, identity.num_nodes)
     try:
-        codes = np.load(codes_path, mmap_mode="r")
+        codes = np.load(codes_path, mmap_mode="r", allow_pickle=False)
         if codes.shape != expected_shape or codes.dtype != code_dtype(identity.num_codes):
             raise ValueError(f"shape {codes.shape} {codes.dtype}, expected {expected_shape}")
         codes = np.array(codes)  # into memory: training reads rows at random

@@ -147,7 +147,7 @@ def test_cache_is_reused_and_checked(shapes3d_dir, monkeypatch):
     np.save(first.cache_path, first.record_of_index[::-1].copy())
     third = TinyShapes3D(data_dir=shapes3d_dir)
     np.testing.assert_array_equal(third.record_of_index, first.record_of_index)
-    np.testing.assert_array_equal(np.load(first.cache_path), first.record_of_index)
+    np.testing.assert_array_equal(np.load(first.cache_path, allow_pickle=False), first.record_of_index)
 
 
 def test_incomplete_grid_names_the_first_missing_tuple(tmp_path):

@@ -43,8 +43,19 @@ _WORKDIR = flags.DEFINE_string(
 )
 _DISTRIBUTED = flags.DEFINE_bool(
     "distributed", False,
-    "Call jax.distributed.initialize() first (multi-host TPU pods and clusters).",
+    "Call jax.distributed.initialize() first (multi-host TPU pods and clusters). On "
+    "TPU VMs, SLURM, Open MPI and Kubernetes it finds its peers itself; elsewhere "
+    "pass --coordinator_address, --num_processes and --process_id.",
 )
+_COORDINATOR = flags.DEFINE_string(
+    "coordinator_address", None,
+    "With --distributed: host:port of process 0's coordinator (default: detected).")
+_NUM_PROCESSES = flags.DEFINE_integer(
+    "num_processes", None, "With --distributed: how many processes (default: detected).",
+    lower_bound=1)
+_PROCESS_ID = flags.DEFINE_integer(
+    "process_id", None, "With --distributed: this process's index (default: detected).",
+    lower_bound=0)
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0,
     "Wall-clock budget of this command in minutes (0 = unlimited). When it is spent, "
@@ -71,7 +82,9 @@ def main(argv):
     config = cli.loaded_config_or_exit(_CONFIG.value)
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     if _DISTRIBUTED.value:
-        jax.distributed.initialize()
+        jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
+                                   num_processes=_NUM_PROCESSES.value,
+                                   process_id=_PROCESS_ID.value)
     workdir = _WORKDIR.value
     if workdir is None:
         workdir = default_workdir(config_flags.get_config_filename(flags.FLAGS["config"]))

@@ -56,6 +56,14 @@ def _all_finite(tree) -> jax.Array:
 
 
 def state_is_finite(state) -> bool:
-    """Whether every floating-point array of `state` (parameters, optimiser moments,
-    batch statistics) is finite; one fused reduction on the device."""
+    """Whether every floating-point array of `state`'s parameters and optimiser
+    state (and batch statistics, if any) is finite; one fused reduction on the
+    device. Other fields may be legitimately infinite (CausalVAE's augmented
+    Lagrangian starts from H_prev = +inf), so a state with `params` is checked on
+    those fields only; any other pytree, whole."""
+    if hasattr(state, "params"):
+        state = {name: getattr(state, name) for name in _TRAINED_FIELDS if hasattr(state, name)}
     return bool(jax.device_get(_all_finite(state)))
+
+
+_TRAINED_FIELDS = ("params", "opt_state", "batch_stats")

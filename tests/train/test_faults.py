@@ -51,6 +51,21 @@ def test_state_is_finite_looks_at_every_float_leaf():
     assert not finite_guard.state_is_finite(state)
 
 
+def test_only_a_train_states_trained_fields_must_be_finite():
+    """CausalVAE's Lagrangian keeps H_prev = +inf until its first outer step."""
+    import optax
+
+    from causal_disent.train.state import TrainState
+
+    class LagrangianState(TrainState):
+        previous_constraint: jax.Array = jnp.inf
+
+    state = LagrangianState.create(apply_fn=None, params={"w": jnp.ones(2)}, tx=optax.adam(1.0))
+    assert finite_guard.state_is_finite(state)
+    broken = state.replace(opt_state=jax.tree.map(lambda x: x * jnp.nan, state.opt_state))
+    assert not finite_guard.state_is_finite(broken)
+
+
 def blowing_up_fit(tmp_path, events, *, loss_at, state_at=lambda step: 1.0):
     """fit on a fake whose loss and state at each step come from the lambdas."""
     return loop.fit(

@@ -25,7 +25,7 @@ class NonFiniteTraining(RuntimeError):
         super().__init__(
             f"stage {stage} diverged: {what} at step {step}; stopped without saving it "
             f"({resume}). A rerun would diverge again: lower the stage's "
-            f"optim.learning_rate or clip its gradients, or check the data."
+            f"optim.learning_rate, or check the data."
         )
 
 

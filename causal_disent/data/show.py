@@ -6,7 +6,8 @@ r"""Contact sheet of a factor dataset: one row per factor, that factor alone var
 
 Factors with more values than `--max_columns` show that many evenly spaced values
 (first and last included). Binary images stored as {0, 1} are stretched to
-{0, 255} for display.
+{0, 255} for display. The PNG labels each row with its factor and each image with
+that factor's value.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from causal_disent.data import registry
-from causal_disent.utils.figures import image_grid, save_png
+from causal_disent.utils import figures
 
 
 def default_base_factors(dataset) -> np.ndarray:
@@ -49,6 +50,18 @@ def contact_sheet(
       gap: pixels between cells (before upscaling).
       max_columns: at most this many values per row.
     """
+    images, present, _ = sheet_cells(dataset, base_factors, max_columns)
+    sheet = figures.image_grid(images, present, pad=gap)
+    return sheet.repeat(upscale, axis=0).repeat(upscale, axis=1)
+
+
+def sheet_cells(
+    dataset, base_factors: Sequence[int] | None, max_columns: int
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """The contact sheet's cells: display images [F, columns, H, W, ch] (row f
+    sweeps factor f), `present` [F, columns] (False past a row's last value) and
+    each row's shown value indices (`shown_values`). ValueError for bad
+    `base_factors` (default: the middle values)."""
     num_factors = len(dataset.factor_sizes)
     base = default_base_factors(dataset) if base_factors is None else np.asarray(base_factors)
     if base.shape != (num_factors,):
@@ -66,8 +79,35 @@ def contact_sheet(
         present[factor, : len(values)] = True
     images = dataset.render(tuples.reshape(-1, num_factors))
     images = for_display(images).reshape(tuples.shape[:2] + images.shape[1:])
-    sheet = image_grid(images, present, pad=gap)
-    return sheet.repeat(upscale, axis=0).repeat(upscale, axis=1)
+    return images, present, rows
+
+
+def draw_contact_sheet(
+    dataset,
+    base_factors: Sequence[int] | None = None,
+    upscale: int | None = None,
+    max_columns: int = 16,
+):
+    """The contact sheet as a labelled figure: a row per factor (its name), each
+    image captioned with that factor's value, the base values in the title.
+    Returns `figures.draw_image_grid`'s (figure, layout)."""
+    images, present, rows = sheet_cells(dataset, base_factors, max_columns)
+    columns = images.shape[1]
+    captions = [[_value_text(dataset.factor_values[factor][index]) for index in values]
+                + [""] * (columns - len(values)) for factor, values in enumerate(rows)]
+    base = default_base_factors(dataset) if base_factors is None else np.asarray(base_factors)
+    held = ", ".join(f"{name}={_value_text(values[index])}" for name, values, index
+                     in zip(dataset.factor_names, dataset.factor_values, base))
+    return figures.draw_image_grid(
+        images, row_labels=list(dataset.factor_names), cell_labels=captions,
+        present=present, upscale=upscale,
+        title=(f"{dataset.name}: each row varies one factor (captions: its value), "
+               f"the others held at\n{held}"),
+    )
+
+
+def _value_text(value) -> str:
+    return f"{value:.3g}" if isinstance(value, (float, np.floating)) else str(value)
 
 
 def for_display(images: np.ndarray) -> np.ndarray:
@@ -85,21 +125,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--base_factors", default=None,
         help="comma-separated factor indices held fixed (default: middle values)",
     )
-    parser.add_argument("--upscale", type=int, default=2)
+    parser.add_argument("--upscale", type=int, default=None,
+                        help="nearest magnification (default: about 128 pixels an image)")
     parser.add_argument("--max_columns", type=int, default=16)
     parser.add_argument("--data_dir", default=None, help="TFDS data dir (real datasets)")
     args = parser.parse_args(argv)
-    try:
-        dataset = registry.get_dataset(args.dataset, data_dir=args.data_dir)
-        base = None if args.base_factors is None else [int(v) for v in args.base_factors.split(",")]
-        sheet = contact_sheet(dataset, base, upscale=args.upscale, max_columns=args.max_columns)
-    except (ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"error: {error}") from None
     out = Path(args.out or f"{args.dataset}.png")
     if out.suffix.lower() != ".png":
         raise SystemExit(f"error: --out {out} must name a .png file")
     try:
-        path = save_png(sheet, out)
+        dataset = registry.get_dataset(args.dataset, data_dir=args.data_dir)
+        base = None if args.base_factors is None else [int(v) for v in args.base_factors.split(",")]
+        figure, _ = draw_contact_sheet(dataset, base, args.upscale, args.max_columns)
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"error: {error}") from None
+    try:
+        path = figures.save_figure(figure, out)
     except OSError as error:
         raise SystemExit(f"error: cannot write {out} ({error.strerror or error}); pass "
                          "--out=<a writable folder>/<name>.png") from None

@@ -1,5 +1,5 @@
 """The interventional-consistency scores of an autoencoder of the VAE family
-("Interventional consistency in autoencoders", ICLR 2021 submission, §2.1): INV[m, i],
+("On the interventional consistency of autoencoders", ICLR 2021 submission, §2.1): INV[m, i],
 EQV[m, i] and SCN[i], each 1 − a normalised error, and their heat maps.
 
 With base samples N (hybrid samples of the test images' encodings: each unit from a
@@ -27,14 +27,12 @@ import functools
 from pathlib import Path
 
 import jax
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from causal_disent.objectives import consistency  # noqa: E402
-from causal_disent.utils.images import images_to_unit_range  # noqa: E402
+from causal_disent.objectives import consistency
+from causal_disent.utils import figures
+from causal_disent.utils.images import images_to_unit_range
 
 
 def batched(fn, inputs: np.ndarray, batch_size: int) -> np.ndarray:
@@ -135,30 +133,41 @@ def score_test_images(model, params, dataset, test_indices: np.ndarray, seed: in
 
 
 def save_consistency_figure(scores: dict, path, structure: dict | None = None) -> Path:
-    """A PNG of heat maps on a common 0–1 colour scale: INV[m, i] and EQV[m, i] (rows
-    the intervened unit m), SCN[i] as one row, and with `structure` (xblock_structure)
-    the XBlock's mask M[i, j]."""
-    panels = [("INV[m, i] (off-diagonal mean "
-               f"{scores['inv_off_diagonal']:.3f})", np.asarray(scores["inv"])),
-              (f"EQV[m, i] (mean {scores['eqv_mean']:.3f})", np.asarray(scores["eqv"])),
-              (f"SCN[i] (mean {scores['scn_mean']:.3f})", np.asarray(scores["scn"])[None])]
-    labels = [("response unit i", "intervened unit m")] * 2 + [("response unit i", "")]
+    """Writes `draw_consistency_figure(scores, structure)` as a PNG; returns the path."""
+    return figures.save_figure(draw_consistency_figure(scores, structure), path)
+
+
+def draw_consistency_figure(scores: dict, structure: dict | None = None) -> Figure:
+    """Heat maps on a common 0–1 colour scale: INV[m, i] and EQV[m, i] (rows the
+    intervened unit m), SCN[i] as one row, and with `structure` (xblock_structure)
+    the XBlock's mask M[i, j]; NaN (a unit that never varies) is grey."""
+    unit_axes = {"xlabel": "response unit i", "ylabel": "intervened unit m", "ticks": "every"}
+    panels = [
+        figures.HeatMap(np.asarray(scores["inv"]), **unit_axes,
+                        title=f"invariance INV[m, i]\n(off-diagonal mean "
+                              f"{scores['inv_off_diagonal']:.3f})"),
+        figures.HeatMap(np.asarray(scores["eqv"]), **unit_axes,
+                        title=f"equivariance EQV[m, i]\n(mean {scores['eqv_mean']:.3f})"),
+        figures.HeatMap(np.asarray(scores["scn"])[None], xlabel="unit i", ticks="every",
+                        title=f"self-consistency SCN[i]\n(mean {scores['scn_mean']:.3f})"),
+    ]
     if structure is not None:
-        panels.append((f"XBlock mask M[i, j] ({structure['edges']} of "
-                       f"{structure['possible_edges']} gates open)",
-                       np.asarray(structure["mask"])))
-        labels.append(("parent unit j", "unit i"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 4.2))
-    for ax, (title, matrix), (xlabel, ylabel) in zip(axes, panels, labels):
-        image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap="viridis")
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_xticks(range(matrix.shape[1]))
-        ax.set_yticks(range(matrix.shape[0]) if matrix.shape[0] > 1 else [])
-    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.02)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+        panels.append(figures.HeatMap(
+            np.asarray(structure["mask"]), xlabel="parent unit j", ylabel="child unit i",
+            ticks="every", title=f"XBlock mask M[i, j]\n({structure['edges']} of "
+                                 f"{structure['possible_edges']} gates open)"))
+    return figures.draw_heat_maps(
+        [panels], colorbar_label="score (1 = consistent); mask: gate value",
+        title=_consistency_title(scores, any(np.isnan(p.values).any() for p in panels)),
+        panel_inches=(3.2, 3.0),
+    )
+
+
+def _consistency_title(scores: dict, any_missing: bool) -> str:
+    lines = [f"Interventional consistency of the latent units on {scores['num_samples']} "
+             "test images (\"On the interventional consistency of autoencoders\", §2.1)",
+             "1 = consistent; 0 = moved as much as an independent redraw; on INV's "
+             "diagonal 0 = unit m registers its intervention, 1 = unit collapsed"]
+    if any_missing:
+        lines.append("grey: no score (the unit's encodings never vary)")
+    return "\n".join(lines)

@@ -1,25 +1,26 @@
 """Stage-2 evaluation: action retrieval on test transitions, decoded transitions,
-and the paper's figures (iterated interventions, causal structure)."""
+and the paper's figures (iterated interventions, causal structure) of Gendron et al.,
+"Disentanglement of Latent Representations via Causal Interventions", IJCAI 2023."""
 
 import functools
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import matplotlib
+import numpy as np
+from jax.sharding import Mesh
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.sharding import Mesh  # noqa: E402
+from causal_disent import ct_interventions as interventions
+from causal_disent.data import transitions
+from causal_disent.objectives import ct as ct_objectives
+from causal_disent.runs import ct as ct_run
+from causal_disent.utils import figures
+from causal_disent.utils.images import images_to_unit_range
+from causal_disent.utils.sharding import padded_global_batches, replicated
 
-from causal_disent import ct_interventions as interventions  # noqa: E402
-from causal_disent.data import transitions  # noqa: E402
-from causal_disent.utils.figures import image_grid, save_png  # noqa: E402
-from causal_disent.objectives import ct as ct_objectives  # noqa: E402
-from causal_disent.runs import ct as ct_run  # noqa: E402
-from causal_disent.utils.images import images_to_unit_range  # noqa: E402
-from causal_disent.utils.sharding import padded_global_batches, replicated  # noqa: E402
+# How figure titles cite the paper.
+PAPER = "Gendron et al., IJCAI 2023"
 
 
 def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) -> dict:
@@ -86,27 +87,26 @@ def save_confusion_figure(scores: dict, action_names: list[str], path) -> Path:
     ]
 
     size = 2.5 + 0.45 * num_actions
-    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    fig = Figure(figsize=(size + 1.5, size), dpi=figures.DPI, layout="constrained")
+    ax = fig.subplots()
     image = ax.imshow(fractions, vmin=0.0, vmax=1.0, cmap="Blues")
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04,
                  label="fraction of the true action's pairs")
     ticks = np.arange(num_actions)
     ax.set_xticks(ticks, action_names, rotation=90, fontsize=8)
     ax.set_yticks(ticks, row_labels, fontsize=8)
-    ax.set_xlabel("predicted action")
+    ax.set_xlabel("predicted action (argmax q)")
     ax.set_ylabel("true action (its accuracy)")
-    title = "action confusion, row-normalised"
+    title = f"CT-VAE action retrieval on {int(counts.sum())} test transitions"
     if "action_accuracy" in scores:
         title += f" (accuracy {scores['action_accuracy']:.3f})"
-    ax.set_title(title, fontsize=10)
+    with_fraction = num_actions <= _ANNOTATE_FULL
+    cells = ("; cells: count, fraction" if with_fraction
+             else "; cells: count" if num_actions <= _ANNOTATE_COUNT else "")
+    ax.set_title(f"{title}\nconfusion, row-normalised{cells}", fontsize=10)
     if num_actions <= _ANNOTATE_COUNT:
-        _annotate_cells(ax, counts, fractions, with_fraction=num_actions <= _ANNOTATE_FULL)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+        _annotate_cells(ax, counts, fractions, with_fraction=with_fraction)
+    return figures.save_figure(fig, path)
 
 
 def _annotate_cells(ax, counts: np.ndarray, fractions: np.ndarray, with_fraction: bool) -> None:
@@ -191,65 +191,121 @@ def evaluate_on_test(config, model, params, mcqvae, mcqvae_params, encode, datas
 
 def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, rng,
                  figures_dir: Path, times: int = 5, num_structure_images: int = 64) -> None:
-    """Writes ct_interventions.png (paper Fig. 5) and ct_structure_*.png (Fig. 6)."""
+    """Writes into `figures_dir`: ct_interventions.png (the paper's Fig. 5: every
+    action applied 1..`times` times), ct_structure_masks.png and
+    ct_structure_adjacency.png (Fig. 6: each action's intervention mask and causal
+    graph, averaged over the first `num_structure_images` test images)."""
     ctvae = interventions.CTVAE(
         mcqvae=mcqvae, mcqvae_params=jax.device_get(mcqvae_params), transition=model,
         transition_params=jax.device_get(params), image_shape=tuple(dataset.image_shape),
         latent_shape=mcqvae.code_grid_shape(dataset.image_shape),
         action_names=tuple(transitions.dataset_action_names(dataset)),
     )
-    # Start from the image with every factor in the middle of its range, so that both
-    # directions of every action have room to move (attribute datasets: a test image).
+    start, start_description = intervention_start(dataset, split)
+    chains = chained_interventions(ctvae, dataset.images(np.array([start]))[0], times)
+    figures.save_image_grid(
+        chains, figures_dir / "ct_interventions.png",
+        title=(f"CT-VAE iterated interventions on {dataset.name} ({PAPER}, Fig. 5)\n"
+               f"start: {start_description}; row: one action applied 1 to {times} "
+               "times, each time to the codes it predicted"),
+        row_labels=list(ctvae.action_names), column_labels=chain_column_labels(times),
+    )
+    images = dataset.images(split["test"][:num_structure_images])
+    mask, adjacency = structure_means(ctvae, images, rng)
+    about = f"on {dataset.name}, mean over {len(images)} test images"
+    figures.save_figure(draw_mask_figure(mask, ctvae.action_names, ctvae.latent_shape, about),
+                        figures_dir / "ct_structure_masks.png")
+    figures.save_figure(
+        draw_adjacency_figure(adjacency, ctvae.action_names, ctvae.latent_shape, about),
+        figures_dir / "ct_structure_adjacency.png")
+
+
+def intervention_start(dataset, split) -> tuple[int, str]:
+    """The dataset index the iterated interventions start from, and its description:
+    the image with every factor at the middle of its range, so that both directions
+    of every action have room to move (attribute datasets: the first test image)."""
     if transitions.is_attribute_dataset(dataset):
-        start = dataset.images(split["test"][:1])[0]
-    else:
-        middle = np.array([size // 2 for size in dataset.factor_sizes])[None]
-        start = dataset.images(dataset.factors_to_index(middle))[0]
-    rows = [interventions.apply_action(ctvae, start, a, times) for a in range(model.num_actions)]
-    save_png(image_grid(np.stack(rows)), figures_dir / "ct_interventions.png", upscale=2)
-    _save_structure(ctvae, dataset.images(split["test"][:num_structure_images]), rng, figures_dir)
+        index = int(split["test"][0])
+        return index, f"test image {index}"
+    middle = np.array([size // 2 for size in dataset.factor_sizes])[None]
+    return int(dataset.factors_to_index(middle)[0]), "every factor at its middle value"
 
 
-def _save_structure(ctvae, images, rng, figures_dir: Path) -> None:
+def chained_interventions(ctvae: interventions.CTVAE, image: np.ndarray,
+                          times: int) -> np.ndarray:
+    """Rows of the iterated-interventions figure, one per action.
+
+    Args:
+      ctvae: the trained CT-VAE.
+      image: uint8 [H, W, ch], the input as the dataset renders it.
+      times: how many times each action is applied.
+    Returns:
+      uint8 [A, times + 2, H, W, ch]: per action the input image itself, its
+      reconstruction, then the action applied 1..`times` times.
+    """
+    return np.stack([
+        np.concatenate([image[None], interventions.apply_action(ctvae, image, action, times)])
+        for action in range(ctvae.num_actions)
+    ])
+
+
+def chain_column_labels(times: int) -> list[str]:
+    """Column titles of `chained_interventions`' rows."""
+    return ["input", "reconstruction"] + [f"×{step}" for step in range(1, times + 1)]
+
+
+def structure_means(ctvae: interventions.CTVAE, images: np.ndarray,
+                    rng) -> tuple[np.ndarray, np.ndarray]:
+    """Every action's intervention mask R_a [A, N] and causal graph M [A, N, N] (N
+    code-grid nodes), each averaged over uint8 `images` [B, H, W, ch]."""
     codes = ctvae.encode(images)
     out = jax.jit(
         lambda p, c, r: ctvae.transition.apply(
             {"params": p}, c, rngs={"gumbel": r, "noise": r}, method=ctvae.transition.all_actions
         )
     )(ctvae.transition_params, codes, rng)
-    mask = np.asarray(out["mask"]).mean(axis=1)  # [A, N]
-    adjacency = np.asarray(out["adjacency"]).mean(axis=1)  # [A, N, N]
-    num_actions, (num_codebooks, height, width) = mask.shape[0], ctvae.latent_shape
+    return np.asarray(out["mask"]).mean(axis=1), np.asarray(out["adjacency"]).mean(axis=1)
 
-    fig, axes = plt.subplots(num_actions, num_codebooks, squeeze=False,
-                             figsize=(1.6 * num_codebooks + 1, 1.3 * num_actions))
-    for a in range(num_actions):
-        grid = mask[a].reshape(num_codebooks, height, width)
-        for c in range(num_codebooks):
-            ax = axes[a, c]
-            ax.imshow(grid[c], vmin=0, vmax=1, cmap="viridis")
-            ax.set_xticks([]), ax.set_yticks([])
-            if c == 0:
-                ax.set_ylabel(ctvae.action_names[a], fontsize=7)
-            if a == 0:
-                ax.set_title(f"codebook {c}", fontsize=8)
-    fig.suptitle("intervention mask R_a (batch mean)", fontsize=9)
-    fig.tight_layout()
-    figures_dir.mkdir(parents=True, exist_ok=True)
-    fig.savefig(figures_dir / "ct_structure_masks.png", dpi=100)
-    plt.close(fig)
 
-    columns = 4
-    fig, axes = plt.subplots(-(-num_actions // columns), columns, squeeze=False,
-                             figsize=(3 * columns, 3 * -(-num_actions // columns)))
-    for a, ax in enumerate(axes.flat):
-        ax.set_xticks([]), ax.set_yticks([])
-        if a < num_actions:
-            ax.imshow(adjacency[a], vmin=0, vmax=1, cmap="magma")
-            ax.set_title(f"M for {ctvae.action_names[a]}", fontsize=8)
-        else:
-            ax.axis("off")
-    fig.suptitle("causal graph M_ij = 1: j is a parent of i (batch mean)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(figures_dir / "ct_structure_adjacency.png", dpi=100)
-    plt.close(fig)
+def draw_mask_figure(mask: np.ndarray, action_names, latent_shape, about: str) -> Figure:
+    """Heat maps of the masks [A, N]: a row per action, a column per codebook, each
+    panel that codebook's h × w code grid (`latent_shape` = (C, h, w))."""
+    num_codebooks, height, width = latent_shape
+    grids = np.asarray(mask).reshape(len(action_names), num_codebooks, height, width)
+    last = len(action_names) - 1
+    panels = [[figures.HeatMap(
+        grids[action, codebook], ticks="none",
+        title=f"codebook {codebook}" if action == 0 else "",
+        ylabel=name if codebook == 0 else "",
+        xlabel=f"{height}×{width} code grid" if action == last else "",
+    ) for codebook in range(num_codebooks)] for action, name in enumerate(action_names)]
+    return figures.draw_heat_maps(
+        panels, colorbar_label="probability that the action intervenes on the node",
+        title=(f"CT-VAE intervention masks R_a ({PAPER}, Fig. 6)\n{about}\n"
+               "rows: actions; columns: codebooks"),
+        panel_inches=(1.3, 1.2),
+    )
+
+
+# Panels per row of the causal-graph figure.
+_GRAPH_COLUMNS = 4
+
+
+def draw_adjacency_figure(adjacency: np.ndarray, action_names, latent_shape,
+                          about: str) -> Figure:
+    """One N × N heat map of the causal graph M per action (adjacency [A, N, N],
+    M[i, j]: node j is a parent of node i), `_GRAPH_COLUMNS` panels a row."""
+    num_codebooks, height, width = latent_shape
+    side = figures.matrix_panel_inches(len(adjacency[0]))
+    panels = [figures.HeatMap(matrix, title=name, xlabel="parent node j", ylabel="child node i")
+              for matrix, name in zip(np.asarray(adjacency), action_names)]
+    return figures.draw_heat_maps(
+        [panels[start:start + _GRAPH_COLUMNS]
+         for start in range(0, len(panels), _GRAPH_COLUMNS)],
+        colorbar_label="M[i, j], probability of the edge j → i",
+        title=(f"CT-VAE causal graph M per action ({PAPER}, Fig. 6)\n{about}\n"
+               f"node = codebook·{height * width} + row·{width} + column of the "
+               f"{num_codebooks}×{height}×{width} code grid"),
+        # A little taller than wide: room for the title of the panel below.
+        cmap="magma", panel_inches=(side, side + 0.3),
+    )

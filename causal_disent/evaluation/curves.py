@@ -2,10 +2,9 @@
 
 from pathlib import Path
 
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
+from causal_disent.utils import figures
 
 
 def save_learning_curve(
@@ -14,6 +13,7 @@ def save_learning_curve(
     path: str | Path,
     chance: dict | None = None,
     title: str = "",
+    ylabel: str | None = None,
 ) -> None:
     """Draws each metric of `keys` against the training step and saves a PNG.
 
@@ -25,9 +25,18 @@ def save_learning_curve(
         factor_accuracy).
       path: the PNG to write; its folder is created.
       chance: {key: chance level}, drawn as a dashed line in that key's colour.
-      title: the figure title.
+      title: the figure title (default: "learning curve").
+      ylabel: the y axis label (default: `curve_ylabel(keys)`).
     """
-    figure, axes = plt.subplots(figsize=(6, 4))
+    figure = draw_learning_curve(points, keys, chance, title, ylabel)
+    figures.save_figure(figure, path)
+
+
+def draw_learning_curve(points: list[dict], keys: list[str], chance: dict | None = None,
+                        title: str = "", ylabel: str | None = None) -> Figure:
+    """The figure of `save_learning_curve` (same arguments)."""
+    figure = Figure(figsize=(6, 4), dpi=figures.DPI, layout="constrained")
+    axes = figure.subplots()
     for key in keys:
         steps = [p["step"] for p in points if key in p]
         line, = axes.plot(steps, [p[key] for p in points if key in p], marker=".", label=key)
@@ -35,12 +44,17 @@ def save_learning_curve(
             axes.axhline(chance[key], color=line.get_color(), linestyle="--",
                          linewidth=1, label=f"{key} chance")
     axes.set_xlabel("training step")
+    axes.set_ylabel(curve_ylabel(keys) if ylabel is None else ylabel)
     axes.grid(alpha=0.3)
-    if title:
-        axes.set_title(title)
+    axes.set_title(title or "learning curve")
     axes.legend(fontsize="small")
-    figure.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    return figure
+
+
+def curve_ylabel(keys: list[str]) -> str:
+    """What the y axis shows: the last word the keys share (action_accuracy and
+    factor_accuracy -> "accuracy"), else the keys themselves."""
+    last_words = {key.rsplit("_", 1)[-1] for key in keys}
+    if len(keys) > 1 and len(last_words) == 1:
+        return last_words.pop()
+    return ", ".join(keys)

@@ -7,7 +7,7 @@ from jax.sharding import Mesh
 
 from causal_disent.evaluation.image_sums import sum_over_images
 from causal_disent.objectives.mcqvae import psnr_from_mse
-from causal_disent.utils.figures import image_grid, save_png, to_uint8
+from causal_disent.utils import figures
 from causal_disent.utils.images import images_to_unit_range
 
 
@@ -48,9 +48,34 @@ def evaluate_reconstruction(
     }
 
 
-def save_reconstruction_figure(model, params, images: np.ndarray, path) -> None:
-    """Two rows: the uint8 `images` [n, H, W, ch] and their reconstructions."""
+def save_reconstruction_figure(model, params, images: np.ndarray, path,
+                               title: str | None = None) -> None:
+    """Writes `draw_reconstruction_figure` of the uint8 `images` [n, H, W, ch] and
+    the model's reconstructions (`model(images)["reconstruction"]`, in [0, 1]) to
+    `path` (default title: the image count; not the model's class, which one VAE
+    class shares with the plain autoencoder)."""
     host_params = jax.device_get(params)
     outputs = jax.jit(model.apply)({"params": host_params}, images_to_unit_range(images))
-    reconstructions = to_uint8(np.asarray(outputs["reconstruction"]))
-    save_png(image_grid(np.stack([images, reconstructions])), path, upscale=2)
+    reconstructions = figures.to_uint8(np.asarray(outputs["reconstruction"]))
+    title = title or (f"{len(images)} test images (top) and their reconstructions by the "
+                      "trained autoencoder (bottom)")
+    figure, _ = draw_reconstruction_figure(images, reconstructions, title)
+    figures.save_figure(figure, path)
+
+
+def draw_reconstruction_figure(images: np.ndarray, reconstructions: np.ndarray, title: str):
+    """Two rows, "input" (uint8 `images` [n, H, W, ch]) over "reconstruction" (uint8
+    [n, H, W, ch], each captioned with its per-pixel MSE in [0, 1] units).
+    Returns `figures.draw_image_grid`'s (figure, layout)."""
+    return figures.draw_image_grid(
+        np.stack([images, reconstructions]), title=title,
+        row_labels=["input", "reconstruction"],
+        cell_labels=[[""] * len(images),
+                     [f"MSE {mse:.4f}" for mse in pixel_mse(images, reconstructions)]],
+    )
+
+
+def pixel_mse(images: np.ndarray, reconstructions: np.ndarray) -> np.ndarray:
+    """Mean squared error per image [n] of uint8 [n, H, W, ch] pairs, in [0, 1] units."""
+    difference = (images.astype(np.float64) - reconstructions.astype(np.float64)) / 255.0
+    return np.mean(difference ** 2, axis=tuple(range(1, difference.ndim)))

@@ -61,11 +61,21 @@ def test_binary_images_are_stretched_for_display():
     np.testing.assert_array_equal(show.for_display(rgb), rgb)
 
 
-def test_show_command_writes_png(tmp_path, capsys):
+def test_show_command_writes_a_labelled_png(shapes3d, tmp_path, capsys):
     path = tmp_path / "sheet.png"
     show.main(["shapes3d_synth", f"--out={path}", "--upscale=1", "--base_factors=0,5,8,4,0,7"])
-    assert np.asarray(Image.open(path)).shape == (6 * 66 + 2, 15 * 66 + 2, 3)
     assert str(path) in capsys.readouterr().out
+    figure, layout = show.draw_contact_sheet(shapes3d, [0, 5, 8, 4, 0, 7], upscale=1)
+    pixels = np.asarray(Image.open(path).convert("RGB"))
+    assert pixels.shape == (layout.height, layout.width, 3)
+    # Cell (row=scale, column=2) shows scale 2 with the other factors at base.
+    y, x = layout.cell_origin(3, 2)
+    np.testing.assert_array_equal(pixels[y:y + 64, x:x + 64],
+                                  shapes3d.render([[0, 5, 8, 2, 0, 7]])[0])
+    texts = [text.get_text() for text in figure.texts]
+    assert set(shapes3d.factor_names) <= set(texts)  # the row labels
+    assert "0.893" in texts  # scale's value 2, under its image
+    assert "floor_hue=0, wall_hue=0.5, object_hue=0.8, scale=1.04" in texts[0]  # the base
 
 
 def test_commands_reject_unknown_dataset_with_suggestion(tmp_path):

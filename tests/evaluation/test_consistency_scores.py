@@ -78,6 +78,23 @@ def test_heat_map_figure(tmp_path):
     assert path.is_file() and path.stat().st_size > 1000
 
 
+def test_heat_map_figure_labels_every_panel_and_has_a_colour_bar():
+    scores, _ = scores_for(np.array([[1.0, 0.0], [0.0, 0.0]]), count=50)  # unit 1: no score
+    structure = {"mask": [[0.0, 0.0], [0.9, 0.0]], "edges": 1, "possible_edges": 1}
+    figure = consistency_scores.draw_consistency_figure(scores, structure)
+    colour_bars = [ax for ax in figure.axes if ax.get_label() == "<colorbar>"]
+    assert len(colour_bars) == 1
+    panels = [ax for ax in figure.axes if ax.images]
+    assert [ax.get_title().split("\n")[0] for ax in panels] == [
+        "invariance INV[m, i]", "equivariance EQV[m, i]", "self-consistency SCN[i]",
+        "XBlock mask M[i, j]"]
+    assert [(ax.get_xlabel(), ax.get_ylabel()) for ax in panels] == [
+        ("response unit i", "intervened unit m"), ("response unit i", "intervened unit m"),
+        ("unit i", ""), ("parent unit j", "child unit i")]
+    title = figure.get_suptitle()
+    assert "50 test images" in title and "grey: no score" in title
+
+
 def test_xblock_structure_counts_the_open_gates_it_allows():
     xblock = XBlock(num_units=3, allowed_parents=((0, 0, 0), (1, 0, 0), (1, 0, 0)))
     fields = dict(num_latents=3, encoder_widths=(4,), encoder_hidden=4, decoder_widths=(4,),

@@ -74,3 +74,105 @@ def test_confusion_figure_without_pairs_for_an_action_and_many_actions(tmp_path)
 def test_confusion_figure_rejects_mismatched_names(scores, tmp_path):
     with pytest.raises(ValueError, match="3 action names"):
         ct_evaluation.save_confusion_figure(scores, NAMES[:3], tmp_path / "c.png")
+
+
+# --------------------------------------------------------------------------- #
+# The paper's figures, on an untrained tiny CT-VAE (configs/ctvae_shapes3d.py:tiny)
+# --------------------------------------------------------------------------- #
+@pytest.fixture(scope="module")
+def shapes3d():
+    from causal_disent.data import registry
+
+    return registry.get_dataset("shapes3d_synth")
+
+
+@pytest.fixture(scope="module")
+def tiny_ctvae(shapes3d):
+    import jax
+    import jax.numpy as jnp
+
+    from causal_disent import ct_interventions
+    from causal_disent.data import transitions
+    from causal_disent.runs import ct as ct_run
+    from causal_disent.runs import mcqvae as mcqvae_run
+    from tests.helpers import tiny_config
+
+    config = tiny_config()
+    mcqvae = mcqvae_run.build_model(config, shapes3d)
+    transition = ct_run.build_model(config, shapes3d)
+    # Compiled initialisation: op by op, it takes several times longer on CPU.
+    mcqvae_params = jax.jit(lambda key: mcqvae.init(
+        key, jnp.zeros((1, *shapes3d.image_shape)))["params"])(jax.random.key(0))
+    params = jax.jit(lambda key: transition.init(
+        {"params": key, "gumbel": key, "noise": key},
+        jnp.zeros((1, transition.num_nodes), jnp.int32), jnp.zeros((1,), jnp.int32),
+    )["params"])(jax.random.key(1))
+    return ct_interventions.CTVAE(
+        mcqvae=mcqvae, mcqvae_params=mcqvae_params, transition=transition,
+        transition_params=params, image_shape=tuple(shapes3d.image_shape),
+        latent_shape=mcqvae.code_grid_shape(shapes3d.image_shape),
+        action_names=tuple(transitions.dataset_action_names(shapes3d)),
+    )
+
+
+def test_intervention_rows_start_with_the_input_image_then_its_reconstruction(
+        tiny_ctvae, shapes3d):
+    from causal_disent import ct_interventions
+
+    split = {"test": np.array([5, 9])}
+    start, description = ct_evaluation.intervention_start(shapes3d, split)
+    middle = [size // 2 for size in shapes3d.factor_sizes]
+    assert shapes3d.index_to_factors(np.array([start]))[0].tolist() == middle
+    assert description == "every factor at its middle value"
+    image = shapes3d.images(np.array([start]))[0]
+    rows = ct_evaluation.chained_interventions(tiny_ctvae, image, times=2)
+    assert rows.shape == (12, 4, 64, 64, 3) and rows.dtype == np.uint8
+    for action, row in enumerate(rows):
+        np.testing.assert_array_equal(row[0], image)  # the dataset's image, not a decoding
+        np.testing.assert_array_equal(
+            row[1:], ct_interventions.apply_action(tiny_ctvae, image, action, 2))
+    assert ct_evaluation.chain_column_labels(2) == ["input", "reconstruction", "×1", "×2"]
+
+
+def test_structure_figures_have_colour_bars_and_name_every_action(tiny_ctvae):
+    names = list(tiny_ctvae.action_names)
+    num_codebooks, height, width = tiny_ctvae.latent_shape
+    nodes = num_codebooks * height * width
+    rng = np.random.default_rng(0)
+    mask, adjacency = rng.random((12, nodes)), rng.random((12, nodes, nodes))
+    masks = ct_evaluation.draw_mask_figure(mask, names, tiny_ctvae.latent_shape, "on test")
+    graphs = ct_evaluation.draw_adjacency_figure(adjacency, names, tiny_ctvae.latent_shape,
+                                                 "on test")
+    for figure in (masks, graphs):
+        assert [ax.get_label() for ax in figure.axes].count("<colorbar>") == 1
+        assert "Fig. 6" in figure.get_suptitle() and "on test" in figure.get_suptitle()
+    mask_panels = [ax for ax in masks.axes if ax.images]
+    assert len(mask_panels) == 12 * num_codebooks
+    # Rows are actions (labelled on the first column), columns codebooks.
+    assert [ax.get_ylabel() for ax in mask_panels[::num_codebooks]] == names
+    assert [ax.get_title() for ax in mask_panels[:num_codebooks]] == [
+        f"codebook {c}" for c in range(num_codebooks)]
+    graph_panels = [ax for ax in graphs.axes if ax.images]
+    assert [ax.get_title() for ax in graph_panels] == names
+    assert {(ax.get_xlabel(), ax.get_ylabel()) for ax in graph_panels} == {
+        ("parent node j", "child node i")}
+    # Each panel shows its action's matrix as given (M[i, j] at row i, column j), and
+    # each mask panel its codebook's h × w grid of the action's mask.
+    np.testing.assert_array_equal(graph_panels[3].images[0].get_array(), adjacency[3])
+    np.testing.assert_array_equal(
+        mask_panels[3 * num_codebooks + 1].images[0].get_array(),
+        mask[3].reshape(num_codebooks, height, width)[1])
+
+
+def test_save_figures_writes_the_three_figures(tiny_ctvae, shapes3d, tmp_path):
+    import jax
+
+    ct_evaluation.save_figures(
+        model=tiny_ctvae.transition, params=tiny_ctvae.transition_params,
+        mcqvae=tiny_ctvae.mcqvae, mcqvae_params=tiny_ctvae.mcqvae_params, dataset=shapes3d,
+        split={"test": np.arange(4)}, rng=jax.random.key(0), figures_dir=tmp_path,
+        times=2, num_structure_images=4)
+    for name in ("ct_interventions.png", "ct_structure_masks.png",
+                 "ct_structure_adjacency.png"):
+        with Image.open(tmp_path / name) as image:
+            assert image.format == "PNG" and np.asarray(image.convert("L")).std() > 10

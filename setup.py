@@ -35,10 +35,13 @@ setup(
         "pillow>=10.0",
         "scikit-learn>=1.4",  # disentanglement-metric classifiers and mutual information
         "scipy>=1.11",  # reads the Reed et al. (2015) .mat archives
+        "tensorboardX>=2.6",  # TensorBoard event files without TensorFlow
         "tensorflow-datasets>=4.9.7",
     ],
     extras_require={
-        "test": ["pytest>=8.0"],
+        # nbclient and ipykernel run the notebooks; tensorboard reads event files back.
+        "test": ["pytest>=8.0", "nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29",
+                 "tensorboard>=2.16"],
         # Sprites' .mat files are MATLAB v7.3 (HDF5).
         "sprites": ["h5py>=3.9"],
     },

@@ -2,9 +2,11 @@
 and Fig. 6).
 
     from causal_disent import causalvae_interventions as cvi
-    images = cvi.intervene(model, params, images, concept=0, value=1.5)   # uint8
-    codes = cvi.intervened_codes(model, params, images, concept=2, value=-1.0,
+    run = cvi.TrainedCausalVAE.load("workdirs/causalvae_pendulum_small")
+    images = cvi.intervene(run.model, run.params, images, concept=0, value=1.5)  # uint8
+    codes = cvi.intervened_codes(run.model, run.params, images, concept=2, value=-1.0,
                                  at_input=False, at_output=True)         # [B, n, k]
+    value = run.codes_of_labels(40.0, concept=0)  # a label value in the codes' units
 
 Images are uint8 [B, H, W, ch] (or one [H, W, ch]) as the datasets render them.
 Values are in the latent codes' units, the label prior's λ₁(u) = (u − mean)/scale.
@@ -14,14 +16,58 @@ for an effect concept `at_output` alone is the intervention that leaves its caus
 untouched whatever the learned A.
 """
 
+import dataclasses
 import functools
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from causal_disent.data import registry, splits
 from causal_disent.models.causalvae import CausalVAE
+from causal_disent.objectives.causalvae_variants import LabelScaling
+from causal_disent.runs import causalvae as causalvae_run
+from causal_disent.runs.config_file import read_config
 from causal_disent.utils.images import images_to_unit_range
+from causal_disent.utils.sharding import make_data_mesh
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainedCausalVAE:
+    """A trained CausalVAE with its dataset, split and label prior's scaling: what
+    interventions in label units need."""
+
+    model: CausalVAE
+    params: dict
+    dataset: object  # the run's dataset (data/base.py interface, with labels)
+    split: dict  # "train" / "test" -> flat image indices, as the run split them
+    scaling: LabelScaling  # λ₁(u) = (u − prior_offset) / prior_scale
+
+    @classmethod
+    def load(cls, workdir: str | Path) -> "TrainedCausalVAE":
+        """Restores a finished (or paused) run of the `causalvae` stage from its
+        workdir: its config.json and latest checkpoint, on one device."""
+        workdir = Path(workdir)
+        config = read_config(workdir)
+        dataset = registry.dataset_from_config(config.data)
+        model, params = causalvae_run.load_trained(
+            config, workdir, make_data_mesh(jax.devices()[:1]), dataset)
+        split = splits.dataset_split(dataset, config.data.split_fractions,
+                                     config.data.split_seed)
+        train_labels = dataset.labels(split["train"]).astype(np.float32)
+        return cls(model=model, params=jax.device_get(params), dataset=dataset, split=split,
+                   scaling=causalvae_run.label_scaling(dataset.name, train_labels))
+
+    def codes_of_labels(self, values, concept: int | None = None) -> np.ndarray:
+        """Label values -> the latent codes' units (what `intervene` takes).
+
+        `values`: [..., n] values of every concept, or, with `concept`, values of that
+        concept alone (any shape)."""
+        values = np.asarray(values, np.float32)
+        if concept is None:
+            return (values - self.scaling.prior_offset) / self.scaling.prior_scale
+        return (values - self.scaling.prior_offset[concept]) / self.scaling.prior_scale[concept]
 
 
 def intervene(

@@ -1,8 +1,15 @@
-r"""Trains a config's stages.
+r"""Trains a config's stages, or visits a finished run again.
 
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py:small --workdir=W
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py \
       --config.mcqvae.optim.learning_rate=1e-3
+  python -m causal_disent.main --workdir=W --mode=eval      # evaluate again
+  python -m causal_disent.main --workdir=W --mode=figures   # redraw the figures
+
+The console shows progress, learning-curve points and a summary at the end; the
+full log (every library's INFO lines) goes to WORKDIR/log.txt, and --show_log
+prints it on stderr too. With --mode=eval or figures the config is the run's own
+(WORKDIR/config.json); the run must have finished training.
 
 With --max_minutes=M the run stops itself after about M minutes: the stage training
 then checkpoints the step it has reached, the command prints a `paused: ...` line
@@ -28,14 +35,25 @@ from ml_collections import config_flags
 
 from causal_disent import cli
 from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
+from causal_disent.runs.config_file import RunConfigError, read_config
 from causal_disent.train import interrupts, stages
 from causal_disent.train.deadline import TimeBudgetExhausted
 from causal_disent.train.finite_guard import NonFiniteTraining
+from causal_disent.utils import console
 
 _CONFIG = config_flags.DEFINE_config_file(
-    "config", None, "Config file, optionally with a variant: FILE.py:small.",
+    "config", None, "Config file, optionally with a variant: FILE.py:small (training "
+    "only: --mode=eval and figures use the run's own config).",
     lock_config=True,
 )
+_MODE = flags.DEFINE_enum(
+    "mode", "train", ["train", "eval", "figures"],
+    "train: train the config's stages (resuming); eval: evaluate the finished run in "
+    "--workdir again (results.json and figures rewritten); figures: only redraw its "
+    "figures.")
+_SHOW_LOG = flags.DEFINE_bool(
+    "show_log", False,
+    "Also print the INFO log lines on stderr (they always go to WORKDIR/log.txt).")
 _WORKDIR = flags.DEFINE_string(
     "workdir", None,
     "Directory for checkpoints, metrics and figures; a rerun resumes from it. "
@@ -62,7 +80,6 @@ _MAX_MINUTES = flags.DEFINE_float(
     "the run checkpoints and exits with status 3; rerun the same command to continue.",
     lower_bound=0.0,
 )
-flags.mark_flags_as_required(["config"])
 
 # Exit status of a run that stopped at its --max_minutes budget: rerun to continue.
 EXIT_PAUSED = 3
@@ -79,19 +96,18 @@ def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {' '.join(argv[1:])}; every option is "
                  "a --flag (--config=FILE.py[:variant], --config.<field>=VALUE, --workdir)")
-    config = cli.loaded_config_or_exit(_CONFIG.value)
+    config, workdir = _config_and_workdir()
     logging.get_absl_handler().addFilter(quiet_orbax_info)
+    if not _SHOW_LOG.value:
+        console.quiet_stderr()
     if _DISTRIBUTED.value:
         jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
                                    num_processes=_NUM_PROCESSES.value,
                                    process_id=_PROCESS_ID.value)
-    workdir = _WORKDIR.value
-    if workdir is None:
-        workdir = default_workdir(config_flags.get_config_filename(flags.FLAGS["config"]))
-        print(f"workdir: {workdir.absolute()}")
     try:
         with interrupts.handled():
-            stages.run(config, workdir, max_minutes=_MAX_MINUTES.value)
+            stages.run(config, workdir, max_minutes=_MAX_MINUTES.value, mode=_MODE.value,
+                       log_file=True)
     except (stages.InvalidRunError, CheckpointError, NonFiniteTraining) as error:
         sys.exit(f"error: {error}")
     except TimeBudgetExhausted as paused:
@@ -100,6 +116,30 @@ def main(argv):
     except interrupts.Interrupted as stopped:
         print(f"stopped: {stopped}; rerun the same command to resume", flush=True)
         sys.exit(stopped.exit_status)
+
+
+def _config_and_workdir():
+    """(config, workdir) from the flags: the --config file for training, the run's own
+    config.json for --mode=eval / figures; exits with one line when they are missing."""
+    if _MODE.value == "train":
+        if flags.FLAGS["config"].present == 0:
+            sys.exit("error: --config=FILE.py[:variant] is required to train (see configs/); "
+                     "to evaluate a finished run use --workdir=W --mode=eval")
+        config = cli.loaded_config_or_exit(_CONFIG.value)
+        workdir = _WORKDIR.value
+        if workdir is None:
+            workdir = default_workdir(config_flags.get_config_filename(flags.FLAGS["config"]))
+            print(f"workdir: {workdir.absolute()}")
+        return config, Path(workdir)
+    if _WORKDIR.value is None:
+        sys.exit(f"error: --mode={_MODE.value} needs --workdir=W, the workdir of a finished run")
+    if flags.FLAGS["config"].present:
+        sys.exit(f"error: --mode={_MODE.value} uses the run's own config "
+                 f"({_WORKDIR.value}/config.json); drop --config")
+    try:
+        return read_config(_WORKDIR.value), Path(_WORKDIR.value)
+    except RunConfigError as error:
+        sys.exit(f"error: {error}")
 
 
 if __name__ == "__main__":

@@ -78,6 +78,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     train.prefetch_batches = 2
     train.num_eval_images = 0  # test images scored at the end (0 = the whole split)
     train.eval_batch_size = 256
+    # Learning curve (0 = none): every eval_every_steps, the test NLL, MSE and KL of
+    # the first num_curve_images test images, into curves/vae.jsonl, metrics.jsonl
+    # and TensorBoard (one model per run: num_seeds = 1).
+    train.eval_every_steps = 10_000
+    train.num_curve_images = 2048
 
     variants = {"small": _make_small, "tiny": _make_tiny}
     if arg in variants:
@@ -106,6 +111,8 @@ def _make_small(config: ml_collections.ConfigDict) -> None:
     train.log_every_steps = 100
     train.checkpoint_every_steps = 500
     train.num_eval_images = 2048
+    train.eval_every_steps = 500
+    train.num_curve_images = 512
 
 
 def _make_tiny(config: ml_collections.ConfigDict) -> None:
@@ -124,3 +131,5 @@ def _make_tiny(config: ml_collections.ConfigDict) -> None:
     train.checkpoint_every_steps = 2
     train.num_eval_images = 20
     train.eval_batch_size = 8
+    train.eval_every_steps = 2
+    train.num_curve_images = 8

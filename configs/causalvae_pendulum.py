@@ -170,6 +170,11 @@ def base_config(dataset_name: str) -> ml_collections.ConfigDict:
     # --workdir of finished runs on the same data (e.g. ConditionVAE, the joint
     # decoder) whose interventions are scored on the same images and values.
     train.compare_workdirs = ()
+    # Learning curve (0 = none): every eval_every_steps, MIC / TIC of the concepts and
+    # the test BCE on the first num_curve_images test images, into
+    # curves/causalvae.jsonl, metrics.jsonl and TensorBoard.
+    train.eval_every_steps = 2000
+    train.num_curve_images = 1024
     return config
 
 
@@ -197,6 +202,8 @@ def make_small(config: ml_collections.ConfigDict) -> None:
     train.num_steps = 3000
     train.log_every_steps = 50
     train.checkpoint_every_steps = 500
+    train.eval_every_steps = 500
+    train.num_curve_images = 512
 
 
 def make_tiny(config: ml_collections.ConfigDict) -> None:
@@ -223,3 +230,5 @@ def make_tiny(config: ml_collections.ConfigDict) -> None:
     train.eval_batch_size = 8
     train.figure_values = 3
     train.num_counterfactual_images = 8
+    train.eval_every_steps = 2
+    train.num_curve_images = 16

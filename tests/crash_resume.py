@@ -124,7 +124,7 @@ def run_trials(trials: int, stages: list[str], steps: int, root: Path, seed: int
         trial = Trial(
             killed_after_s=delay, last_logged=logged,
             resumed_from=[line.split("] ", 1)[-1] for line in log.splitlines()
-                          if "resumed from step" in line or "already complete" in line],
+                          if "resuming from the checkpoint" in line or "already finished" in line],
             equal_params=same_params(reference, workdir, stages),
             equal_results=(json.loads((reference / "results.json").read_text())
                            == json.loads((workdir / "results.json").read_text())),

@@ -9,14 +9,18 @@ import subprocess
 import sys
 
 import pytest
+from PIL import Image
 
-from tests.helpers import REPO_ROOT
+from causal_disent.runs.config_file import write_config
+from tests.helpers import REPO_ROOT, tiny_config
 
 CT = "--config=configs/ctvae_shapes3d.py:tiny"
 VAE = "--config=configs/betavae_dsprites_synth.py:tiny"
 MAIN = "causal_disent.main"
 
-# (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder), error regex)
+# (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder, holding
+# small.png (32 x 32) and {run}, the workdir of a tiny CT-VAE run that never trained:
+# config.json alone), error regex)
 CASES = [
     ("missing config file", MAIN, ["--config=configs/nope.py", "--workdir={w}"],
      r"config file configs/nope.py does not exist; pass --config=configs/<name>.py"),
@@ -82,6 +86,26 @@ CASES = [
      r"config.json not found: pass the --workdir of a run of causal_disent.main"),
     ("evaluating with a stray argument", "causal_disent.evaluate", ["--workdir={tmp}", "x"],
      r"unexpected arguments: x"),
+    ("re-evaluating an empty workdir", MAIN, ["--workdir={tmp}", "--mode=eval"],
+     r"config.json not found: pass the --workdir of a run of causal_disent.main"),
+    ("re-evaluating an unfinished run", MAIN, ["--workdir={run}", "--mode=eval"],
+     r"stage 'mcqvae' in .*run has not finished training \(it has no checkpoint\); finish "
+     r"it first by rerunning its training command"),
+    ("redrawing with a config", MAIN, [CT, "--workdir={run}", "--mode=figures"],
+     r"--mode=figures uses the run's own config .*; drop --config"),
+    ("training without a config", MAIN, ["--workdir={w}"],
+     r"--config=FILE.py\[:variant\] is required to train"),
+    ("intervening with a missing image", "causal_disent.intervene",
+     ["--workdir={run}", "--image={tmp}/missing.png", "--action=1"],
+     r"--image=.*missing.png: no such file"),
+    ("intervening with an image of the wrong size", "causal_disent.intervene",
+     ["--workdir={run}", "--image={tmp}/small.png", "--action=1"],
+     r"small.png is 32x32 pixels; the run's model takes 64x64: resize it first"),
+    ("intervening with an index out of range", "causal_disent.intervene",
+     ["--workdir={run}", "--index=480000", "--action=1"],
+     r"--index=480000 is out of range: the dataset shapes3d_synth has 480000 images"),
+    ("intervening on a workdir without a run", "causal_disent.intervene",
+     ["--workdir={tmp}", "--index=0", "--action=1"], r"config.json not found"),
     ("contact sheet to an unwritable path", "causal_disent.data.show",
      ["dsprites_synth", "--out={tmp}/a_file/sheet.png"], r"cannot write .*sheet.png"),
     ("contact sheet not a PNG", "causal_disent.data.show", ["dsprites_synth", "--out={tmp}/x.jpg"],
@@ -96,8 +120,12 @@ def run_case(case, root):
     folder = root / re.sub(r"\W+", "_", name)
     folder.mkdir()
     (folder / "a_file").write_text("not a directory")
+    Image.new("RGB", (32, 32)).save(folder / "small.png")
+    (folder / "run").mkdir()
+    write_config(folder / "run", tiny_config())  # a run that never trained
     before = sorted(folder.rglob("*"))
-    args = [a.format(w=folder / "workdir", tmp=folder) for a in arguments]
+    args = [a.format(w=folder / "workdir", tmp=folder, run=folder / "run")
+            for a in arguments]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, "-m", module, *args], env=env, cwd=REPO_ROOT,
                             capture_output=True, text=True, timeout=300)

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+from tensorboard.backend.event_processing import event_accumulator
+
 from causal_disent.main import EXIT_PAUSED, default_workdir
 from tests.helpers import REPO_ROOT
 
@@ -19,14 +21,40 @@ def run_cli(*args, cwd):
 
 
 def test_tiny_run_from_the_command_line_with_overrides(tmp_path):
+    """Both stages as a new user runs them: progress, compile notices, validation
+    points and the summary on stdout; stderr quiet; the whole log in log.txt; the
+    records in metrics.jsonl and TensorBoard."""
     config = str(REPO_ROOT / "configs" / "ctvae_shapes3d.py") + ":tiny"
     result = run_cli(f"--config={config}", "--config.mcqvae.train.num_steps=4", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     workdir = tmp_path / "workdirs" / "ctvae_shapes3d_tiny"
     assert f"workdir: {workdir}" in result.stdout
     assert json.loads((workdir / "results.json").read_text())["mcqvae"]["steps"] == 4
-    assert "images/s" in result.stderr and "ETA" in result.stderr
-    assert "orbax" not in result.stderr.lower()  # orbax's INFO chatter is filtered
+    out = result.stdout
+    for expected in ("[mcqvae] compiling the training step...",
+                     "[ct] compiling the standard step...", "images/s", "ETA",
+                     "[ct] step 3: test action accuracy", "[mcqvae] evaluating step 4"):
+        assert expected in out, out
+    assert re.search(r"^  mcqvae +test PSNR \d+\.\d\d dB, MSE \d\.\d{4}, codebook perplexity "
+                     r"\d+\.\d +\d+m\d\ds$", out, re.MULTILINE), out
+    assert re.search(r"^  ct +test action accuracy \d\.\d{3} \(chance 0\.083\), factor "
+                     r"accuracy \d\.\d{3} \(chance 0\.167\) +\d+m\d\ds$", out, re.MULTILINE), out
+    assert f"tensorboard --logdir {workdir}" in out
+    # No third-party noise: no INFO lines (the TPU probe, Orbax's chatter), no untrue
+    # "Given directory is read only" warning when stage 2 restores stage 1.
+    assert not re.search(r"^I\d{4} ", result.stderr, re.MULTILINE), result.stderr[-3000:]
+    assert "orbax" not in result.stderr.lower() and "read only" not in result.stderr
+    log = (workdir / "log.txt").read_text()
+    assert "[ct] 4,077 parameters; training 6 steps" in log and "INFO" in log
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows if row["stage"] == "ct" and "split" in row] == [0, 3, 6]
+    events = event_accumulator.EventAccumulator(
+        str(workdir / "tensorboard" / "ct"), size_guidance={event_accumulator.IMAGES: 0})
+    events.Reload()
+    assert [event.step for event in events.Scalars("train/loss")] == [1, 2, 3, 4, 5, 6]
+    assert [event.step for event in events.Scalars("test/action_accuracy")] == [0, 3, 6]
+    assert "results/action_accuracy" in events.Tags()["scalars"]
+    assert {"figures/ct_interventions", "figures/ct_confusion"} <= set(events.Tags()["images"])
 
 
 def test_bad_override_fails_with_a_clear_message(tmp_path):

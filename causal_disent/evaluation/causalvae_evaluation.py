@@ -36,14 +36,20 @@ from causal_disent.evaluation.metrics import graphs, mic
 from causal_disent.objectives import causalvae as cv
 from causal_disent.objectives.causalvae_variants import LabelScaling
 from causal_disent.runs import causalvae as causalvae_run
-from causal_disent.utils.figures import image_grid, save_png
+from causal_disent.utils import figures
 from causal_disent.utils.images import images_to_unit_range
 from causal_disent.utils.sharding import batch_sharded, padded_global_batches, replicated
 
 
 def concept_codes_and_errors(model, params, dataset, indices: np.ndarray, mesh: Mesh,
                              batch_size: int) -> dict[str, Any]:
-    """Runs `model` on dataset images `indices` in padded batches sharded over `mesh`.
+    """`concept_scorer(model, mesh, batch_size)(params, dataset, indices)`."""
+    return concept_scorer(model, mesh, batch_size)(params, dataset, indices)
+
+
+def concept_scorer(model, mesh: Mesh, batch_size: int):
+    """fn(params, dataset, indices) -> scores, compiled once: runs `model` on dataset
+    images `indices` in padded batches sharded over `mesh`.
 
     Returns concept_codes [N, n] (each concept's z averaged over its k dims),
     test_bce (Bernoulli NLL per image, summed over pixels and channels) and test_mse
@@ -63,18 +69,21 @@ def concept_codes_and_errors(model, params, dataset, indices: np.ndarray, mesh: 
         mse = jnp.mean((jax.nn.sigmoid(logits) - images) ** 2, axis=(1, 2, 3))
         return {"codes": jnp.mean(outputs["z"], axis=-1), "bce": bce, "mse": mse}
 
-    chunks = []
-    batches = padded_global_batches(len(indices), batch_size, mesh,
-                                    lambda index: {"image": dataset.images(indices[index])})
-    for _, batch, keep in batches:
-        out = jax.device_get(per_image(params, batch["image"]))
-        chunks.append(jax.tree.map(lambda x, n=keep: x[:n], out))
-    merged = jax.tree.map(lambda *xs: np.concatenate(xs), *chunks)
-    return {
-        "concept_codes": merged["codes"],
-        "test_bce": float(merged["bce"].mean()),
-        "test_mse": float(merged["mse"].mean()),
-    }
+    def score(params, dataset, indices: np.ndarray) -> dict[str, Any]:
+        chunks = []
+        batches = padded_global_batches(len(indices), batch_size, mesh,
+                                        lambda index: {"image": dataset.images(indices[index])})
+        for _, batch, keep in batches:
+            out = jax.device_get(per_image(params, batch["image"]))
+            chunks.append(jax.tree.map(lambda x, n=keep: x[:n], out))
+        merged = jax.tree.map(lambda *xs: np.concatenate(xs), *chunks)
+        return {
+            "concept_codes": merged["codes"],
+            "test_bce": float(merged["bce"].mean()),
+            "test_mse": float(merged["mse"].mean()),
+        }
+
+    return score
 
 
 def evaluate(*, model, params, dataset, indices, labels, mesh, batch_size,
@@ -114,30 +123,76 @@ def evaluate(*, model, params, dataset, indices, labels, mesh, batch_size,
 def save_intervention_figure(model, params, dataset, index: int, scaling: LabelScaling,
                              train_labels: np.ndarray, learned_graph, num_values: int,
                              path: Path) -> None:
-    """Two rows per concept: the model's do(z_c = v), then (for datasets the library
-    draws) the simulator's true counterfactual do(c = v), each after the test image
-    `index`. The `num_values` values v run from the 5th to the 95th percentile of the
+    """Writes a PNG of interventions on the test image `index`, two rows per concept:
+    the model's do(z_c = v), then (for datasets the library draws) the simulator's
+    true counterfactual do(c = v), each row starting with the input image. The
+    `num_values` values v run evenly from the 5th to the 95th percentile of the
     training labels (the extremes, combined with the other concepts' values, are far
     off the data and decode poorly). A concept with children in the learned graph is
     set at the mask layer's input and output (its descendants follow); one without,
     at the output only (its causes stay as they are)."""
-    low, high = np.percentile(np.asarray(train_labels, np.float64), [5, 95], axis=0)
-    raw_values = np.linspace(low, high, num_values).T  # [n, V] in label units
+    raw_values = intervention_values(train_labels, num_values)  # [n, V] in label units
     codes = (raw_values - scaling.prior_offset[:, None]) / scaling.prior_scale[:, None]
     if learned_graph is None:
         has_children = np.zeros(model.num_concepts, bool)
     else:
         has_children = np.asarray(learned_graph).sum(axis=1) > 0
+    grid = intervention_rows(model, params, dataset, index, raw_values, codes, has_children)
+    with_truth = hasattr(dataset, "counterfactual_images")
+    row_labels, captions = [], []
+    factual = dataset.labels(np.array([index]))[0]
+    for concept, name in enumerate(dataset.label_names):
+        row_labels.append(f"{name}{'*' if has_children[concept] else ''}\nmodel")
+        captions.append([f"factual {factual[concept]:.3g}"]
+                        + [f"{value:.3g}" for value in raw_values[concept]])
+        if with_truth:
+            row_labels.append(f"{name}\nsimulator")
+            captions.append([""] * (num_values + 1))
+    figures.save_image_grid(
+        grid, path, row_labels=row_labels, cell_labels=captions,
+        column_labels=["input"] + [f"v{k + 1}" for k in range(num_values)],
+        title=_intervention_title(dataset.name, index, num_values, with_truth,
+                                  has_children.any()),
+    )
+
+
+def intervention_values(train_labels: np.ndarray, num_values: int) -> np.ndarray:
+    """[n, V] values of each concept, evenly spaced from the 5th to the 95th
+    percentile of `train_labels` [N, n], in label units."""
+    low, high = np.percentile(np.asarray(train_labels, np.float64), [5, 95], axis=0)
+    return np.linspace(low, high, num_values).T
+
+
+def intervention_rows(model, params, dataset, index: int, raw_values: np.ndarray,
+                      codes: np.ndarray, has_children: np.ndarray) -> np.ndarray:
+    """Rows of the intervention figure, uint8 [R, V + 1, H, W, ch]: per concept c the
+    model's row (the input image, then do(z_c = codes[c, v]) for each v), and for a
+    dataset with `counterfactual_images` the simulator's row under it (the input
+    image, then the true do(c = raw_values[c, v])); R = n or 2n."""
     image = dataset.images(np.array([index]))[0]
     grid = causalvae_interventions.intervention_sweep(model, params, image, codes, has_children)
-    if hasattr(dataset, "counterfactual_images"):
-        repeated = np.full(num_values, index)
-        rows = []
-        for concept in range(model.num_concepts):
-            truth = dataset.counterfactual_images(repeated, concept, raw_values[concept])
-            rows += [grid[concept], np.concatenate([image[None], truth])]
-        grid = np.stack(rows)
-    save_png(image_grid(grid), path, upscale=1)
+    if not hasattr(dataset, "counterfactual_images"):
+        return grid
+    repeated = np.full(raw_values.shape[1], index)
+    rows = []
+    for concept in range(model.num_concepts):
+        truth = dataset.counterfactual_images(repeated, concept, raw_values[concept])
+        rows += [grid[concept], np.concatenate([image[None], truth])]
+    return np.stack(rows)
+
+
+def _intervention_title(dataset_name: str, index: int, num_values: int, with_truth: bool,
+                        any_children: bool) -> str:
+    rows = ("per concept c: the model's do(z_c = v), then the simulator's true "
+            "counterfactual do(c = v)" if with_truth else "per concept c: the model's do(z_c = v)")
+    lines = [f"CausalVAE interventions on {dataset_name}, test image {index} "
+             "(Yang et al., CVPR 2021, Fig. 6)", rows,
+             f"v1..v{num_values} evenly from the 5th to the 95th percentile of the "
+             "training labels (captions: v in label units)"]
+    if any_children:
+        lines.append("*: a parent in the learned graph, set at the mask layer's input "
+                     "too, so its descendants follow")
+    return "\n".join(lines)
 
 
 def counterfactuals(config: ml_collections.ConfigDict, dataset, indices: np.ndarray,

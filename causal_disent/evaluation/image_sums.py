@@ -17,15 +17,26 @@ def sum_over_images(batch_sums: Callable, params, dataset, indices: np.ndarray, 
     array}`, called (jitted, batch sharded over `mesh`) on padded batches of
     `batch_size` images in [0, 1]; `valid` [batch_size] is 1.0 for real images and
     0.0 for the padding, which the sums must weigh out. Returns host arrays."""
+    return image_summer(batch_sums, mesh)(params, dataset, indices, batch_size)
+
+
+def image_summer(batch_sums: Callable, mesh: Mesh) -> Callable:
+    """`sum_over_images` as a function (params, dataset, indices, batch_size) that
+    compiles `batch_sums` once: what an evaluation repeated during training (a
+    learning curve) needs."""
     jitted = jax.jit(
         lambda params, images, valid: batch_sums(params, images_to_unit_range(images), valid),
         in_shardings=(replicated(mesh), batch_sharded(mesh), batch_sharded(mesh)),
         out_shardings=replicated(mesh),
     )
-    totals = None
-    batches = padded_global_batches(len(indices), batch_size, mesh,
-                                    lambda index: {"image": dataset.images(indices[index])})
-    for _, batch, _ in batches:
-        sums = jax.device_get(jitted(params, batch["image"], batch["valid"]))
-        totals = sums if totals is None else jax.tree.map(np.add, totals, sums)
-    return totals
+
+    def summed(params, dataset, indices: np.ndarray, batch_size: int) -> dict:
+        totals = None
+        batches = padded_global_batches(len(indices), batch_size, mesh,
+                                        lambda index: {"image": dataset.images(indices[index])})
+        for _, batch, _ in batches:
+            sums = jax.device_get(jitted(params, batch["image"], batch["valid"]))
+            totals = sums if totals is None else jax.tree.map(np.add, totals, sums)
+        return totals
+
+    return summed

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from causal_disent.evaluation.image_sums import sum_over_images
+from causal_disent.evaluation.image_sums import image_summer
 from causal_disent.objectives.vae_terms import (
     bernoulli_nll,
     gaussian_kl_to_standard_normal,
@@ -16,8 +16,14 @@ from causal_disent.objectives.vae_terms import (
 
 def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
                  batch_size: int, variational: bool = True) -> dict:
-    """Scores `model` on dataset images `indices` in padded batches sharded over `mesh`,
-    decoding the posterior mean (deterministic, so a function of the parameters).
+    """Scores `model` on dataset images `indices` (`vae_evaluator`'s scores)."""
+    return vae_evaluator(model, mesh, batch_size, variational)(params, dataset, indices)
+
+
+def vae_evaluator(model, mesh: Mesh, batch_size: int, variational: bool = True):
+    """fn(params, dataset, indices) -> scores, compiled once: scores `model` on dataset
+    images `indices` in padded batches sharded over `mesh`, decoding the posterior
+    mean (deterministic, so a function of the parameters).
 
     Returns num_images; test_bce, the Bernoulli NLL per image (nats, summed over
     pixels and channels), comparable across models whatever their likelihood;
@@ -39,15 +45,21 @@ def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
         }
         return jax.tree.map(lambda x: jnp.einsum("b,b...->...", valid, x), per_image)
 
-    totals = sum_over_images(batch_sums, params, dataset, indices, mesh, batch_size)
-    means = jax.tree.map(lambda total: np.asarray(total, np.float64) / len(indices), totals)
-    scores = {
-        "num_images": int(len(indices)),
-        "test_bce": float(means["bce"]),
-        "test_nll": float(means["nll"]),
-        "test_mse": float(means["mse"]),
-    }
-    if variational:
-        scores["test_kl"] = float(means["kl_per_latent"].sum())
-        scores["test_kl_per_latent"] = means["kl_per_latent"].round(4).tolist()
-    return scores
+    summed = image_summer(batch_sums, mesh)
+
+    def evaluate(params, dataset, indices: np.ndarray) -> dict:
+        totals = summed(params, dataset, indices, batch_size)
+        means = jax.tree.map(lambda total: np.asarray(total, np.float64) / len(indices),
+                             totals)
+        scores = {
+            "num_images": int(len(indices)),
+            "test_bce": float(means["bce"]),
+            "test_nll": float(means["nll"]),
+            "test_mse": float(means["mse"]),
+        }
+        if variational:
+            scores["test_kl"] = float(means["kl_per_latent"].sum())
+            scores["test_kl_per_latent"] = means["kl_per_latent"].round(4).tolist()
+        return scores
+
+    return evaluate

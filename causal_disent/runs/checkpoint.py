@@ -237,6 +237,11 @@ def _as_json(signature: dict) -> dict:
 
 
 def quiet_orbax_info(record: python_logging.LogRecord) -> bool:
-    """A log filter that keeps orbax's per-save INFO lines out of the console;
-    warnings still show."""
-    return record.levelno >= python_logging.WARNING or "orbax" not in record.pathname
+    """A log filter that keeps orbax's per-save INFO lines out of the console, and its
+    "Given directory is read only" warning, which every read-only manager prints
+    (restoring a finished stage 1 opens one) though nothing is wrong; other warnings
+    still show."""
+    if "orbax" not in record.pathname:
+        return True
+    return (record.levelno >= python_logging.WARNING
+            and "Given directory is read only" not in record.getMessage())

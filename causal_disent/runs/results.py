@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jax
 
+from causal_disent.runs import metrics_log, tensorboard
 from causal_disent.utils import json_values
 from causal_disent.utils.json_values import to_python
 
@@ -33,25 +34,17 @@ def curve_path(workdir: str | Path, stage: str) -> Path:
 
 
 def append_curve_point(workdir: str | Path, stage: str, step: int, metrics: dict) -> None:
-    """Appends {"step": step, **metrics} (scalars or arrays) as one JSON line to
-    WORKDIR/curves/<stage>.jsonl; process 0 only."""
+    """Records one learning-curve point (scalars or arrays) of `stage` at `step`
+    (process 0 only): a line {"step": step, **metrics} of WORKDIR/curves/<stage>.jsonl,
+    a validation row of WORKDIR/metrics.jsonl and the scalars `test/<name>` of the
+    stage's TensorBoard events."""
     if jax.process_index() != 0:
         return
-    path = curve_path(workdir, stage)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"step": int(step), **{k: to_python(v) for k, v in metrics.items()}}
-    # A process killed mid-write leaves a partial line; start a new one after it.
-    prefix = "\n" if _ends_mid_line(path) else ""
-    with path.open("a") as f:
-        f.write(prefix + json_values.dumps(record) + "\n")
-
-
-def _ends_mid_line(path: Path) -> bool:
-    if not path.exists() or path.stat().st_size == 0:
-        return False
-    with path.open("rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) != b"\n"
+    json_values.append_lines(curve_path(workdir, stage), [
+        {"step": int(step), **{k: to_python(v) for k, v in metrics.items()}}])
+    metrics_log.append_validation_row(workdir, stage, step, metrics)
+    tensorboard.add_scalars(workdir, stage, step, {
+        name.removeprefix("test_"): value for name, value in metrics.items()}, prefix="test")
 
 
 def read_curve(workdir: str | Path, stage: str) -> list[dict]:

@@ -35,10 +35,12 @@ from jax.sharding import Mesh
 from causal_disent import models
 from causal_disent.data import pipeline, registry, splits
 from causal_disent.evaluation import causalvae_evaluation
+from causal_disent.evaluation.metrics import mic
 from causal_disent.objectives import causalvae as cv
 from causal_disent.objectives.causalvae_variants import LOSSES, LabelScaling, LossWeights
 from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.runs.causalvae import CausalVAEState
+from causal_disent.runs.results import append_curve_point, read_curve
 from causal_disent.train import runner
 from causal_disent.train.causalvae_graph import (
     GRAPH_LEARNING,
@@ -46,6 +48,7 @@ from causal_disent.train.causalvae_graph import (
     initial_graph,
 )
 from causal_disent.train.state import train_step
+from causal_disent.utils import console
 from causal_disent.utils.sharding import check_batch_divisible
 
 STAGE = causalvae_run.STAGE
@@ -177,9 +180,29 @@ def check_finite_labels(labels: np.ndarray, dataset_name: str) -> None:
         )
 
 
-def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
+def curve_evaluator(model, dataset, indices: np.ndarray, labels: np.ndarray, mesh: Mesh,
+                    batch_size: int, workdir: Path):
+    """fn(state, step) that scores the concepts (MIC / TIC with their labels) and the
+    reconstructions (test BCE) of the fixed test images `indices` and appends the
+    point to the stage's learning curve; the forward pass compiles once."""
+    score = causalvae_evaluation.concept_scorer(model, mesh, batch_size)
+
+    def point(state, step: int) -> None:
+        scored = score(state.params, dataset, indices)
+        concept_scores = mic.concept_mic_tic(scored["concept_codes"], labels)
+        kept = {"mic": concept_scores["mic"], "tic": concept_scores["tic"],
+                "test_bce": scored["test_bce"], "test_mse": scored["test_mse"]}
+        append_curve_point(workdir, STAGE, step, kept)
+        console.say(f"[{STAGE}] step {step}: MIC {kept['mic']:.1f}, TIC {kept['tic']:.1f}, "
+                    f"test BCE {kept['test_bce']:.1f} ({len(indices)} images)")
+
+    return point
+
+
+def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
+        mode: str = "train") -> dict:
     """Trains (or resumes), evaluates on the test split, writes the figure and
-    results; returns the results dict."""
+    results; returns the results dict. `mode`: runner.MODES."""
     cfg = config.causalvae
     dataset = registry.dataset_from_config(config.data)
     split = splits.dataset_split(dataset, config.data.split_fractions, config.data.split_seed)
@@ -198,6 +221,12 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         np.asarray(scaling.unit_interval(labels[split["train"]])), workdir, config.seed,
     )
 
+    curve_point = None
+    if cfg.train.get("eval_every_steps", 0) > 0:
+        curve_indices = split["test"][:cfg.train.num_curve_images]
+        curve_point = curve_evaluator(model, dataset, curve_indices, labels[curve_indices],
+                                      mesh, cfg.train.eval_batch_size, workdir)
+
     def plan(first_step: int) -> runner.Plan:
         image_source = dataset
         if cfg.train.cache_images and first_step < total_steps:
@@ -210,7 +239,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
                 jax.process_index(), jax.process_count(), cfg.train.prefetch_batches,
             ),
             rng=train_rng,
-        ))
+        ), curve_point)
 
     def finish(state) -> dict:
         test_indices = causalvae_run.evaluation_indices(config, split)
@@ -221,22 +250,25 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
             graph_threshold=cfg.train.graph_threshold, dag_c=objective.dag_c,
         )
         results.update(start_graph.report)
-        if jax.process_index() == 0:
-            host_params = jax.device_get(state.params)
-            if hasattr(dataset, "counterfactual_images") and cfg.train.num_counterfactual_images:
-                results["counterfactual"] = causalvae_evaluation.counterfactuals(
-                    config, dataset, test_indices, labels[test_indices], scaling,
-                    {"model": (model, host_params),
-                     **causalvae_evaluation.compared_models(config, mesh, dataset)},
-                )
-            causalvae_evaluation.save_intervention_figure(
-                model, host_params, dataset, split["test"][0], scaling,
-                labels[split["train"]], results.get("learned_graph"), cfg.train.figure_values,
-                workdir / "figures" / "causalvae_interventions.png",
+        if curve_point is not None:
+            results["curve"] = read_curve(workdir, STAGE)
+        if (jax.process_index() == 0 and hasattr(dataset, "counterfactual_images")
+                and cfg.train.num_counterfactual_images):
+            results["counterfactual"] = causalvae_evaluation.counterfactuals(
+                config, dataset, test_indices, labels[test_indices], scaling,
+                {"model": (model, jax.device_get(state.params)),
+                 **causalvae_evaluation.compared_models(config, mesh, dataset)},
             )
         logging.info("[%s] MIC %.1f TIC %.1f SHD %s", STAGE, results["mic"], results["tic"],
                      results["shd"])
         return results
+
+    def draw_figures(state, results: dict) -> None:
+        causalvae_evaluation.save_intervention_figure(
+            model, jax.device_get(state.params), dataset, split["test"][0], scaling,
+            labels[split["train"]], results.get("learned_graph"), cfg.train.figure_values,
+            workdir / "figures" / "causalvae_interventions.png",
+        )
 
     return runner.run_stage(runner.Stage(
         name=STAGE, signature=causalvae_run.signature(config), train_config=cfg.train,
@@ -247,4 +279,5 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
         ),
         total_steps=total_steps, global_batch_size=cfg.optim.batch_size,
         plan=plan, finish=finish,  # constant learning rate: cfg.optim.learning_rate
-    ), workdir, mesh)
+        draw_figures=draw_figures,
+    ), workdir, mesh, mode)

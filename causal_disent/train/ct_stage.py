@@ -29,6 +29,7 @@ from causal_disent.runs import mcqvae as mcqvae_run
 from causal_disent.runs.results import append_curve_point, read_curve
 from causal_disent.train import ct_codes, runner
 from causal_disent.train.state import SCHEDULES, stage_schedule, train_step
+from causal_disent.utils import console
 from causal_disent.utils.sharding import check_batch_divisible, process_slice
 
 STAGE = ct_run.STAGE
@@ -93,9 +94,10 @@ def transition_batches(dataset, sampler, split_name, batch_size, first_step, las
     return batch_stream(render, first_step, last_step, prefetch)
 
 
-def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
+def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
+        mode: str = "train") -> dict:
     """Trains (or resumes) stage 2, evaluates on the test split, writes figures and
-    results; returns the results dict."""
+    results; returns the results dict. `mode`: runner.MODES."""
     cfg = config.ct
     dataset = registry.dataset_from_config(config.data)
     split = splits.dataset_split(dataset, config.data.split_fractions, config.data.split_seed)
@@ -140,20 +142,21 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
                                                  mcqvae_params, encode, dataset, sampler, mesh)
         if cfg.train.eval_every_steps > 0:
             results["curve"] = read_curve(workdir, STAGE)
-        if jax.process_index() == 0:
-            save_stage_figures(config, model, state.params, mcqvae, mcqvae_params, dataset,
-                               split, results, workdir / "figures", eval_rng)
         logging.info("[%s] results: %s", STAGE, {
             k: v for k, v in results.items()
             if k not in ("confusion", "action_confusion", "curve")})
         return results
 
+    def draw_figures(state, results: dict) -> None:
+        save_stage_figures(config, model, state.params, mcqvae, mcqvae_params, dataset,
+                           split, results, workdir / "figures", eval_rng)
+
     return runner.run_stage(runner.Stage(
         name=STAGE, signature=ct_run.signature(config), train_config=cfg.train,
         create_state=functools.partial(ct_run.create_state, model, init_rng, schedule),
         total_steps=total_steps, global_batch_size=cfg.optim.batch_size,
-        plan=plan, finish=finish, learning_rate_fn=schedule,
-    ), workdir, mesh)
+        plan=plan, finish=finish, learning_rate_fn=schedule, draw_figures=draw_figures,
+    ), workdir, mesh, mode)
 
 
 def save_stage_figures(config, model, params, mcqvae, mcqvae_params, dataset, split,
@@ -201,8 +204,8 @@ def curve_evaluator(config, model, dataset, sampler, encode, mcqvae_params, code
         scores = ct_evaluation.action_retrieval_scores(probs, pairs["action"])
         point = {key: scores[key] for key in ("action_accuracy", "factor_accuracy")}
         append_curve_point(workdir, STAGE, step, point)
-        logging.info("[%s] step %d: test action accuracy %.3f, factor accuracy %.3f "
-                     "(%d pairs)", STAGE, step, point["action_accuracy"],
-                     point["factor_accuracy"], cfg.num_curve_pairs)
+        console.say(f"[{STAGE}] step {step}: test action accuracy "
+                    f"{point['action_accuracy']:.3f}, factor accuracy "
+                    f"{point['factor_accuracy']:.3f} ({cfg.num_curve_pairs} pairs)")
 
     return evaluate

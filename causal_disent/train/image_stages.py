@@ -1,6 +1,6 @@
 """What the stages of image autoencoders (`mcqvae`, `vae`) share: the data, a
-training on batches of training images, and an end that scores the test split and
-draws test images over their reconstructions."""
+training on batches of training images, an evaluation on the test split and a figure
+of test images over their reconstructions."""
 
 from collections.abc import Callable
 from pathlib import Path
@@ -42,19 +42,21 @@ def image_training(steps: dict, dataset, batcher: pipeline.EpochShuffledBatches,
     )
 
 
-def evaluate_on_test(stage: str, evaluate: Callable[[np.ndarray], dict], model, params,
-                     dataset, test_indices: np.ndarray, num_eval_images: int,
-                     workdir: Path) -> dict:
-    """`evaluate(indices)` on the first `num_eval_images` test images (0 = all), and
-    WORKDIR/figures/<stage>_reconstructions.png (host 0): the first test images over
-    the model's reconstructions (`model(images)["reconstruction"]`, in [0, 1])."""
+def evaluate_on_test(stage: str, evaluate: Callable[[np.ndarray], dict],
+                     test_indices: np.ndarray, num_eval_images: int) -> dict:
+    """`evaluate(indices)` on the first `num_eval_images` test images (0 = all)."""
     scored = test_indices[: num_eval_images or None]
     logging.info("[%s] evaluating on %d test images", stage, len(scored))
     results = evaluate(scored)
-    if jax.process_index() == 0:
-        reconstruction.save_reconstruction_figure(
-            model, params, dataset.images(test_indices[:FIGURE_IMAGES]),
-            workdir / "figures" / f"{stage}_reconstructions.png",
-        )
     logging.info("[%s] results: %s", stage, results)
     return results
+
+
+def draw_reconstructions(stage: str, model, params, dataset, test_indices: np.ndarray,
+                         workdir: Path) -> None:
+    """WORKDIR/figures/<stage>_reconstructions.png: the first test images over the
+    model's reconstructions (`model(images)["reconstruction"]`, in [0, 1])."""
+    reconstruction.save_reconstruction_figure(
+        model, params, dataset.images(test_indices[:FIGURE_IMAGES]),
+        workdir / "figures" / f"{stage}_reconstructions.png",
+    )

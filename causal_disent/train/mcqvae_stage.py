@@ -40,9 +40,10 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     check_batch_divisible(train.eval_batch_size, mesh, "mcqvae.train.eval_batch_size")
 
 
-def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
+def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
+        mode: str = "train") -> dict:
     """Trains (or resumes) stage 1, evaluates on the test split, writes figures and
-    results; returns the results dict."""
+    results; returns the results dict. `mode`: runner.MODES."""
     cfg = config.mcqvae
     dataset, split, batcher = image_stages.training_data(config, cfg.optim.batch_size)
     model = mcqvae_run.build_model(config, dataset)
@@ -65,24 +66,29 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
             train_rng), evaluate_curve)
 
     def finish(state) -> dict:
-        if cfg.train.eval_every_steps > 0 and jax.process_index() == 0:
+        return image_stages.evaluate_on_test(
+            STAGE, lambda indices: reconstruction.evaluate_reconstruction(
+                model, state.params, dataset, indices, mesh, cfg.train.eval_batch_size),
+            split["test"], cfg.train.num_eval_images)
+
+    def draw_figures(state, results: dict) -> None:
+        del results  # the figures need the model and the recorded curve only
+        if cfg.train.eval_every_steps > 0:
             curves.save_learning_curve(
                 read_curve(workdir, STAGE), ["test_psnr"],
                 workdir / "figures" / "mcqvae_learning_curve.png",
                 title="MCQ-VAE test PSNR (dB)",
             )
-        return image_stages.evaluate_on_test(
-            STAGE, lambda indices: reconstruction.evaluate_reconstruction(
-                model, state.params, dataset, indices, mesh, cfg.train.eval_batch_size),
-            model, state.params, dataset, split["test"], cfg.train.num_eval_images, workdir)
+        image_stages.draw_reconstructions(STAGE, model, state.params, dataset,
+                                          split["test"], workdir)
 
     return runner.run_stage(runner.Stage(
         name=STAGE, signature=mcqvae_run.signature(config), train_config=cfg.train,
         create_state=functools.partial(mcqvae_run.create_state, model, dataset.image_shape,
                                        init_rng, schedule),
         total_steps=total_steps, global_batch_size=cfg.optim.batch_size,
-        plan=plan, finish=finish, learning_rate_fn=schedule,
-    ), workdir, mesh)
+        plan=plan, finish=finish, learning_rate_fn=schedule, draw_figures=draw_figures,
+    ), workdir, mesh, mode)
 
 
 def _evaluate_curve_point(workdir: Path, model, dataset, indices: np.ndarray, mesh: Mesh,

@@ -1,62 +1,47 @@
-"""Console progress and the per-step metric file of a training run.
+"""Console progress and the per-step records of a training run.
 
 Per-step metrics stay on the device until a log step, then are fetched together and
-appended to WORKDIR/metrics.jsonl (one JSON object per step, each step once however often the run resumed), so logging does not
-stall the device pipeline every step. Results and learning curves are the run
-format's (runs/results.py).
+appended to WORKDIR/metrics.jsonl (runs/metrics_log.py: one row per step, each step
+once however often the run resumed) and to the stage's TensorBoard events
+(runs/tensorboard.py), so logging does not stall the device pipeline every step.
+Results and learning curves are the run format's (runs/results.py).
 """
 
-import json
-import os
 import time
 from pathlib import Path
 
-import jax
 import numpy as np
-from absl import logging
 
-from causal_disent.utils import json_values
+from causal_disent.runs import metrics_log, tensorboard
+from causal_disent.utils import console
+from causal_disent.utils.console import format_duration
 from causal_disent.utils.json_values import to_python
 
 
+# Scalars of a training row shown on the console's progress line.
+_SHOWN_METRICS = 5
+
+
 class MetricsWriter:
-    """Appends per-step metric rows to WORKDIR/metrics.jsonl (host 0 only)."""
+    """Writes a stage's training rows to WORKDIR/metrics.jsonl and TensorBoard
+    (process 0 only)."""
 
     def __init__(self, workdir: str | Path):
-        self.path = Path(workdir) / "metrics.jsonl"
-        self.enabled = jax.process_index() == 0
+        self.workdir = Path(workdir)
+        self.path = metrics_log.metrics_path(workdir)
 
     def discard_after(self, stage: str, step: int) -> None:
-        """Drops the rows of `stage` past `step` and any line cut short: a run killed
-        after logging steps it had not checkpointed logs them again when it resumes
-        from `step`, and each step must appear once. Rewrites the file atomically,
-        only when there is something to drop."""
-        if not self.enabled or not self.path.exists():
-            return
-        lines = self.path.read_text().splitlines()
-        kept = [line for line in lines if _keep(line, stage, step)]
-        if len(kept) == len(lines) and self.path.read_bytes().endswith(b"\n"):
-            return
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(line + "\n" for line in kept))
-        os.replace(tmp, self.path)
+        """Prepares the records of `stage` for a run from the checkpoint at `step`:
+        drops what an earlier attempt wrote past it, and has TensorBoard ignore it."""
+        metrics_log.discard_after(self.workdir, stage, step)
+        tensorboard.open_writer(self.workdir, stage, purge_step=step + 1 if step else None)
 
     def write(self, stage: str, rows: list[tuple[int, dict]]) -> None:
-        if not self.enabled or not rows:
+        if not rows:
             return
-        with self.path.open("a") as f:
-            for step, metrics in rows:
-                record = {"stage": stage, "step": step}
-                record.update({k: to_python(v) for k, v in metrics.items()})
-                f.write(json_values.dumps(record) + "\n")
-
-
-def _keep(line: str, stage: str, step: int) -> bool:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError:  # cut short by a killed process
-        return False
-    return record.get("stage") != stage or record.get("step", 0) <= step
+        metrics_log.append_training_rows(self.workdir, stage, rows)
+        for step, metrics in rows:
+            tensorboard.add_scalars(self.workdir, stage, step, metrics, prefix="train")
 
 
 class Progress:
@@ -81,21 +66,14 @@ class Progress:
     def log(self, step: int, metrics: dict) -> None:
         rate = self.steps_per_second(step)
         eta = (self.total_steps - step) / rate if rate > 0 else float("nan")
+        scalars = [k for k, v in metrics.items() if isinstance(v, str) or np.ndim(v) == 0]
+        # The loss first; the line stays short (every metric is in metrics.jsonl).
+        names = sorted(scalars, key=lambda k: k != "loss")[:_SHOWN_METRICS]
         shown = " ".join(
-            f"{k} {v}" if isinstance(v, str) else f"{k} {to_python(v):.4g}"
-            for k, v in metrics.items()
-            if isinstance(v, str) or np.ndim(v) == 0
-        )
-        logging.info(
-            "[%s] step %d/%d (%.0f%%) %s | %.2f steps/s, %.0f images/s, ETA %s",
-            self.stage, step, self.total_steps, 100 * step / self.total_steps, shown,
-            rate, rate * self.global_batch_size, format_duration(eta),
-        )
-
-
-def format_duration(seconds: float) -> str:
-    if not np.isfinite(seconds):
-        return "?"
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+            f"{k} {metrics[k]}" if isinstance(metrics[k], str)
+            else f"{k} {to_python(metrics[k]):.4g}" for k in names
+        ) + (" ..." if len(scalars) > len(names) else "")
+        speed = (f"{rate:.2f} steps/s, {rate * self.global_batch_size:.0f} images/s"
+                 if np.isfinite(rate) else "timing after the first step")
+        console.progress(f"[{self.stage}]", step, self.total_steps,
+                         f"| {shown} | {speed}, ETA {format_duration(eta)}")

@@ -4,12 +4,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jax
-from absl import logging
 from jax.sharding import Mesh
 
 from causal_disent.runs.checkpoint import StageCheckpoints
 from causal_disent.runs.restore import placed_like
 from causal_disent.runs.results import read_results
+from causal_disent.utils import console
 from causal_disent.utils.sharding import replicated
 
 
@@ -31,17 +31,15 @@ def start_or_resume(
     state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
     if state is None:
         state = jax.jit(create_state, out_shardings=replicated(mesh))()
-        logging.info(
-            "[%s] %d parameters; training %d steps", stage,
-            sum(p.size for p in jax.tree.leaves(state.params)), total_steps,
-        )
+        console.say(f"[{stage}] {sum(p.size for p in jax.tree.leaves(state.params)):,} "
+                    f"parameters; training {total_steps:,} steps")
         return state, 0, None
     first_step = int(jax.device_get(state.step))
     finished = read_results(workdir).get(stage, {})
     if first_step >= total_steps and finished.get("steps") == first_step:
-        logging.info("[%s] already complete at step %d; skipped", stage, first_step)
         return state, first_step, finished
-    logging.info("[%s] resumed from step %d of %d", stage, first_step, total_steps)
+    console.say(f"[{stage}] resuming from the checkpoint of step {first_step:,} of "
+                f"{total_steps:,}", every_process=True)
     return state, first_step, None
 
 

@@ -1,27 +1,31 @@
 """The stages a config can list, and running them in order."""
 
+import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import jax
 import ml_collections
-from absl import logging
 
 from causal_disent.data import registry, splits
 from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.runs import checkpoint
 from causal_disent.runs import ct as ct_run
 from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.runs import summary
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs.config_file import write_config
+from causal_disent.runs.results import read_results
 from causal_disent.train import causalvae_stage, code_cache, config_ranges, ct_stage
 from causal_disent.train import deadline as deadline_lib
-from causal_disent.train import mcqvae_stage, vae_stage
+from causal_disent.train import mcqvae_stage, runner, vae_stage
+from causal_disent.utils import console
 from causal_disent.utils.sharding import make_data_mesh
 
 # The registration of a stage: name -> (its training module, with validate(config,
-# mesh, workdir) and run(config, workdir, mesh); its run-format module, with
+# mesh, workdir) and run(config, workdir, mesh, mode); its run-format module, with
 # signature(config), build_model and load_trained).
 STAGES = {
     mcqvae_run.STAGE: (mcqvae_stage, mcqvae_run),
@@ -89,11 +93,30 @@ def check_workdir_writable(workdir: Path) -> None:
         ) from error
 
 
+def check_finished(config: ml_collections.ConfigDict, workdir: Path) -> None:
+    """InvalidRunError unless every stage of `config` finished training in `workdir`
+    (its results recorded at a step whose checkpoint is there): what re-evaluating
+    or redrawing needs."""
+    recorded = read_results(workdir)
+    for stage in config.stages:
+        step = recorded.get(stage, {}).get("steps")
+        directory = checkpoint.checkpoint_dir(workdir, stage)
+        if step is not None and (directory / str(step)).is_dir():
+            continue
+        saved = sorted(int(p.name) for p in directory.glob("*") if p.name.isdigit())
+        where = f"its latest checkpoint is step {saved[-1]}" if saved else "it has no checkpoint"
+        raise InvalidRunError(
+            f"stage {stage!r} in {workdir} has not finished training ({where}); finish it "
+            f"first by rerunning its training command with --workdir={workdir}")
+
+
 def run(
     config: ml_collections.ConfigDict,
     workdir: str | os.PathLike,
     max_minutes: float = 0.0,
     deadline: deadline_lib.Deadline | None = None,
+    mode: str = "train",
+    log_file: bool = False,
 ) -> dict:
     """Validates, then runs config.stages in order; returns {stage: results}.
 
@@ -102,20 +125,50 @@ def run(
     process's current deadline while the stages run, so every stage's `loop.fit`
     honours it: when it expires, the stage training checkpoints and
     deadline.TimeBudgetExhausted propagates; rerunning resumes there.
+
+    `mode` "eval" evaluates every stage of a finished run again (results.json and
+    figures rewritten, checkpoints untouched); "figures" only redraws the figures.
+    `log_file`: append the whole log to WORKDIR/log.txt while the stages run (the
+    command line's; tests leave it off).
     """
+    if mode not in runner.MODES:
+        raise InvalidRunError(f"mode must be one of {', '.join(runner.MODES)}, got {mode!r}")
     deadline = deadline if deadline is not None else deadline_lib.Deadline(max_minutes)
     workdir = Path(workdir).absolute()
     mesh = make_data_mesh()
     validate(config, workdir, mesh)
-    logging.info(
-        "workdir %s; %d devices (%s) on %d hosts", workdir, mesh.size,
-        jax.devices()[0].platform, jax.process_count(),
-    )
-    if jax.process_index() == 0:
+    if mode != "train":
+        check_finished(config, workdir)
+    handler = console.log_to_file(workdir / "log.txt") if log_file else None
+    if handler is not None:
+        handler.addFilter(checkpoint.quiet_orbax_info)
+    try:
+        return _run_stages(config, workdir, mesh, mode, deadline)
+    finally:
+        if handler is not None:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
+
+
+def _run_stages(config, workdir: Path, mesh, mode: str, deadline) -> dict:
+    """Runs the stages in order after validation; prints the summary at the end."""
+    console.say(f"workdir {workdir}; {mesh.size} {jax.devices()[0].platform} device"
+                f"{'s' if mesh.size > 1 else ''} on {jax.process_count()} "
+                f"host{'s' if jax.process_count() > 1 else ''}")
+    if jax.process_index() == 0 and mode == "train":
         write_config(workdir, config)
+    recorded_before = read_results(workdir)
+    results, seconds = {}, {}
     with deadline_lib.active(deadline):
-        try:
-            return {stage: STAGES[stage][0].run(config, workdir, mesh)
-                    for stage in config.stages}
-        except code_cache.CodeCacheError as error:  # found only once stage 1 is loaded
-            raise InvalidRunError(str(error)) from error
+        for stage in config.stages:
+            started = time.perf_counter()
+            try:
+                results[stage] = STAGES[stage][0].run(config, workdir, mesh, mode)
+            except code_cache.CodeCacheError as error:  # found once stage 1 is loaded
+                raise InvalidRunError(str(error)) from error
+            seconds[stage] = time.perf_counter() - started
+    skipped = {stage for stage in results if mode == "train"
+               and recorded_before.get(stage) is not None
+               and recorded_before[stage] == results[stage]}
+    console.say(summary.format_summary(workdir, results, seconds, skipped))
+    return results

@@ -24,7 +24,7 @@ import ml_collections
 from jax.sharding import Mesh
 
 from causal_disent.data import pipeline, registry
-from causal_disent.evaluation import consistency_scores, vae_evaluation
+from causal_disent.evaluation import consistency_scores, curves, vae_evaluation
 from causal_disent.models.vae import check_discriminator_config
 from causal_disent.objectives import consistency
 from causal_disent.objectives.vae import (
@@ -36,12 +36,20 @@ from causal_disent.objectives.vae import (
 )
 from causal_disent.runs import seeds as seeds_format
 from causal_disent.runs import vae as vae_run
-from causal_disent.runs.results import update_results
+from causal_disent.runs.results import (
+    append_curve_point,
+    read_curve,
+    read_results,
+    update_results,
+)
 from causal_disent.train import image_stages, runner, seed_stacking
 from causal_disent.train.state import train_step
+from causal_disent.utils import console
 from causal_disent.utils.sharding import check_batch_divisible
 
 STAGE = vae_run.STAGE
+# What a learning-curve point records (vae_evaluation.vae_evaluator's keys).
+CURVE_KEYS = ("test_nll", "test_bce", "test_mse", "test_kl")
 TRAINS_MANY_SEEDS = True  # config.num_seeds > 1 is supported (train/seed_stacking.py)
 
 
@@ -106,10 +114,12 @@ def check_discriminator_section(cfg: ml_collections.ConfigDict) -> None:
     check_adam_config(cfg.discriminator.optim, "vae.discriminator.optim")
 
 
-def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
-    """Trains (or resumes), evaluates on the test split, writes the figure and the
+def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
+        mode: str = "train") -> dict:
+    """Trains (or resumes), evaluates on the test split, writes the figures and the
     results; returns the results dict. With `num_seeds` > 1, trains that many models
-    at once (train/seed_stacking.py) and writes each as a run of its own."""
+    at once (train/seed_stacking.py) and writes each as a run of its own. `mode`:
+    runner.MODES."""
     cfg = config.vae
     dataset, split, batcher = image_stages.training_data(config, cfg.optim.batch_size)
     model = vae_run.build_model(config, dataset)
@@ -122,53 +132,91 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh) -> dict:
     step_fn = functools.partial(vae_train_step, loss_fn=loss_fn)
     auxiliary = vae_run.auxiliary_variable(config, dataset)
 
-    def evaluate_trained(params, run_workdir: Path) -> dict:
-        """The test-split scores and the reconstruction and consistency figures of the
-        VAE `params`."""
+    def evaluate_trained(params) -> dict:
+        """The test-split scores of the VAE `params`."""
 
         def evaluate(indices):
-            scores = consistency_scores.score_test_images(
-                model, params, dataset, indices, config.seed, cfg.train.eval_batch_size)
-            structure = consistency_scores.xblock_structure(model, params)
-            if jax.process_index() == 0:
-                consistency_scores.save_consistency_figure(
-                    scores, run_workdir / "figures" / f"{STAGE}_consistency.png", structure)
             results = {"objective": cfg.objective.to_dict(),
                        **vae_evaluation.evaluate_vae(
                            model, params, dataset, indices, mesh, cfg.train.eval_batch_size,
                            variational=is_variational(cfg.objective.name)),
-                       "consistency": scores}
+                       "consistency": consistency_scores.score_test_images(
+                           model, params, dataset, indices, config.seed,
+                           cfg.train.eval_batch_size)}
+            structure = consistency_scores.xblock_structure(model, params)
             if structure is not None:
                 results["xblock"] = structure
             return results
 
-        return image_stages.evaluate_on_test(
-            STAGE, evaluate, model, params, dataset, split["test"],
-            cfg.train.num_eval_images, run_workdir)
+        return image_stages.evaluate_on_test(STAGE, evaluate, split["test"],
+                                             cfg.train.num_eval_images)
+
+    def draw_trained(params, results: dict, run_workdir: Path) -> None:
+        """The reconstruction and consistency figures of the VAE `params`."""
+        consistency_scores.save_consistency_figure(
+            results["consistency"], run_workdir / "figures" / f"{STAGE}_consistency.png",
+            results.get("xblock"))
+        image_stages.draw_reconstructions(STAGE, model, params, dataset, split["test"],
+                                          run_workdir)
 
     if seeds_format.num_seeds(config) > 1:
-        return _run_stacked(config, workdir, mesh, dataset, split, model, step_fn, auxiliary,
-                            evaluate_trained)
+        return _run_stacked(config, workdir, mesh, mode, dataset, split, model, step_fn,
+                            auxiliary, evaluate_trained, draw_trained)
     init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
+
+    curve_point = None
+    if cfg.train.get("eval_every_steps", 0) > 0:
+        curve_point = curve_evaluator(model, dataset, split["test"][:cfg.train.num_curve_images],
+                                      mesh, cfg, workdir, config)
 
     def plan(first_step: int) -> runner.Plan:
         return runner.Plan(image_stages.image_training(
             {cfg.objective.name: step_fn}, dataset, batcher, first_step, cfg.train.num_steps,
-            cfg.train.prefetch_batches, train_rng, auxiliary))
+            cfg.train.prefetch_batches, train_rng, auxiliary), curve_point)
 
     def finish(state) -> dict:
-        return evaluate_trained(vae_run.vae_params(config, state.params), workdir)
+        results = evaluate_trained(vae_run.vae_params(config, state.params))
+        if curve_point is not None:
+            results["curve"] = read_curve(workdir, STAGE)
+        return results
+
+    def draw_figures(state, results: dict) -> None:
+        draw_trained(vae_run.vae_params(config, state.params), results, workdir)
+        if results.get("curve"):
+            curves.save_learning_curve(
+                results["curve"], ["test_nll"],
+                workdir / "figures" / f"{STAGE}_learning_curve.png",
+                title=f"{cfg.objective.name} on {config.data.name}: test NLL (nats per image)")
 
     return runner.run_stage(runner.Stage(
         name=STAGE, signature=vae_run.signature(config), train_config=cfg.train,
         create_state=vae_run.state_factory(config, model, dataset.image_shape, init_rng),
         total_steps=cfg.train.num_steps, global_batch_size=cfg.optim.batch_size,
         plan=plan, finish=finish,  # constant learning rate: cfg.optim.learning_rate
-    ), workdir, mesh)
+        draw_figures=draw_figures,
+    ), workdir, mesh, mode)
 
 
-def _run_stacked(config, workdir: Path, mesh: Mesh, dataset, split, model, step_fn,
-                 auxiliary, evaluate_trained) -> dict:
+def curve_evaluator(model, dataset, indices, mesh: Mesh, cfg: ml_collections.ConfigDict,
+                    workdir: Path, config: ml_collections.ConfigDict):
+    """fn(state, step) that scores the VAE on the fixed test images `indices` and
+    appends the point (test NLL, BCE, MSE and KL) to the stage's learning curve; the
+    scorer compiles once."""
+    evaluate = vae_evaluation.vae_evaluator(model, mesh, cfg.train.eval_batch_size,
+                                            variational=is_variational(cfg.objective.name))
+
+    def point(state, step: int) -> None:
+        scores = evaluate(vae_run.vae_params(config, state.params), dataset, indices)
+        kept = {key: scores[key] for key in CURVE_KEYS if key in scores}
+        append_curve_point(workdir, STAGE, step, kept)
+        console.say(f"[{STAGE}] step {step}: test NLL {kept['test_nll']:.2f} "
+                    f"({len(indices)} images)")
+
+    return point
+
+
+def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, model,
+                 step_fn, auxiliary, evaluate_trained, draw_trained) -> dict:
     """`run` for num_seeds = S > 1: the S models of seeds config.seed + k as one stacked
     state and one step (vmapped or unrolled, `seed_execution`), each seed its own
     batches; at the end each model is written, scored and figured in
@@ -203,8 +251,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, dataset, split, model, step_
             seed_stacking.write_seed_run(state, index, single_config, STAGE,
                                          vae_run.signature(single_config), seed_dir)
             params = vae_run.vae_params(config, seed_stacking.seed_state(state, index).params)
-            results = {**evaluate_trained(params, seed_dir),
-                       "steps": int(jax.device_get(state.step))}
+            results = {**evaluate_trained(params), "steps": int(jax.device_get(state.step))}
             update_results(seed_dir, STAGE, results)
             per_seed.append(results)
         return {"num_seeds": len(seeds), "seeds": seeds,
@@ -212,9 +259,16 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, dataset, split, model, step_
                                   for seed in seeds],
                 "over_seeds": seed_stacking.summarise_over_seeds(per_seed)}
 
+    def draw_figures(state, results: dict) -> None:
+        del results  # each seed's own are in its workdir
+        for index, seed in enumerate(seeds):
+            seed_dir = seeds_format.seed_workdir(workdir, seed)
+            params = vae_run.vae_params(config, seed_stacking.seed_state(state, index).params)
+            draw_trained(params, read_results(seed_dir)[STAGE], seed_dir)
+
     return runner.run_stage(runner.Stage(
         name=STAGE, signature=vae_run.signature(config), train_config=cfg.train,
         create_state=seed_stacking.stacked_state_factory(create_for_rng, init_rngs),
         total_steps=cfg.train.num_steps, global_batch_size=len(seeds) * cfg.optim.batch_size,
-        plan=plan, finish=finish,
-    ), workdir, mesh)
+        plan=plan, finish=finish, draw_figures=draw_figures,
+    ), workdir, mesh, mode)

@@ -8,6 +8,8 @@ puts the reason beside it, under the key `<key>_not_finite`.
 
 import json
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -61,3 +63,23 @@ def _not_finite_reason(value) -> str | None:
     if array.ndim == 0:
         return str(array.item())
     return f"{int(bad.sum())} of {array.size} values were not finite"
+
+
+def append_lines(path: Path, records: list) -> None:
+    """Appends each record as one strict JSON line to `path`. A process killed
+    mid-write leaves a partial last line: the first record then starts a new line,
+    and readers skip the partial one."""
+    if not records:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = "\n" if _ends_mid_line(path) else ""
+    with path.open("a") as f:
+        f.write(prefix + "".join(dumps(record) + "\n" for record in records))
+
+
+def _ends_mid_line(path: Path) -> bool:
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"

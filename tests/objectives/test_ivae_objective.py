@@ -18,6 +18,7 @@ import pytest
 from causal_disent.data import registry
 from causal_disent.objectives import ivae as ivae_objectives
 from causal_disent.objectives import vae as vae_objectives
+from causal_disent.runs import metrics_log
 from causal_disent.runs import vae as vae_run
 from causal_disent.train import stages, vae_stage
 from configs import betavae_dsprites_synth, ivae_dsprites_synth
@@ -256,7 +257,7 @@ def test_tiny_ivae_run_end_to_end_and_its_metric_card(tiny_ivae_run):
     assert saved["steps"] == 4 and len(saved["test_kl_per_latent"]) == 3
     for key in ("test_bce", "test_mse", "test_kl"):
         assert np.isfinite(saved[key]), key
-    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_log.read_rows(workdir, validation=False)  # training rows
     assert [row["step"] for row in rows] == [1, 2, 3, 4]
     for row in rows:
         for key in ("loss", "reconstruction", "kl", "elbo"):

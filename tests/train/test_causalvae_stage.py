@@ -3,12 +3,16 @@ latent codes, and clear errors on bad input. Tiny networks (configs/...:tiny).""
 
 import functools
 import json
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from PIL import Image
 
 from causal_disent import causalvae_interventions, models
 from causal_disent.data import registry
@@ -20,6 +24,7 @@ from causal_disent.objectives.causalvae_variants import LOSSES, LossWeights
 from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.train import causalvae_graph, causalvae_stage, runner, stages
 from configs import causalvae_pendulum
+from tests.helpers import REPO_ROOT
 
 BATCH = 4
 
@@ -231,8 +236,14 @@ def test_tiny_end_to_end_run_writes_results_and_figure(tiny_run):
     figure = workdir / "figures" / "causalvae_interventions.png"
     assert figure.stat().st_size > 0
     rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
-    assert [row["step"] for row in rows] == [1, 2, 3, 4]
-    assert all(np.isfinite(row["loss"]) for row in rows)
+    training = [row for row in rows if "split" not in row]
+    assert [row["step"] for row in training] == [1, 2, 3, 4]
+    assert all(np.isfinite(row["loss"]) for row in training)
+    # The learning curve: MIC / TIC and test BCE every 2 steps on 16 test images.
+    validation = [row for row in rows if "split" in row]
+    assert [row["step"] for row in validation] == [0, 2, 4] == [
+        point["step"] for point in saved["curve"]]
+    assert all(0 <= row["mic"] <= 100 and np.isfinite(row["test_bce"]) for row in validation)
 
 
 def test_tiny_run_learns_its_graph_by_pc_and_scores_counterfactuals(tiny_run):
@@ -255,14 +266,39 @@ def test_tiny_run_learns_its_graph_by_pc_and_scores_counterfactuals(tiny_run):
         "shadow_length", "shadow_position"]
 
 
-def test_figure_has_a_true_counterfactual_row_under_each_model_row(tiny_run):
-    from PIL import Image
+def test_figure_rows_start_with_the_input_and_pair_each_model_row_with_the_truth(
+        true_graph_model, pendulum, scaling):
+    """Per concept: the input image, then the model's do(z_c = v) (set at the mask
+    layer's input for a concept with children), and under that row the input image,
+    then the simulator's true counterfactuals do(c = v)."""
+    model, params, _ = true_graph_model
+    dataset, _ = pendulum
+    index = 500
+    values = causalvae_evaluation.intervention_values(
+        dataset.labels(np.arange(0, dataset.num_images, 7)), 3)
+    assert values.shape == (4, 3)
+    latent = (values - scaling.prior_offset[:, None]) / scaling.prior_scale[:, None]
+    has_children = np.asarray(dataset.causal_graph).sum(axis=1) > 0
+    rows = causalvae_evaluation.intervention_rows(model, params, dataset, index, values,
+                                                  latent, has_children)
+    image = dataset.images(np.array([index]))[0]
+    assert rows.shape == (8, 4, *dataset.image_shape) and rows.dtype == np.uint8
+    for row in rows:
+        np.testing.assert_array_equal(row[0], image)
+    repeated = np.repeat(image[None], 3, axis=0)
+    for concept in range(4):
+        np.testing.assert_array_equal(rows[2 * concept, 1:], causalvae_interventions.intervene(
+            model, params, repeated, concept, latent[concept],
+            at_input=bool(has_children[concept])))
+        np.testing.assert_array_equal(rows[2 * concept + 1, 1:], dataset.counterfactual_images(
+            np.full(3, index), concept, values[concept]))
 
-    workdir, _ = tiny_run
-    figure = np.asarray(Image.open(workdir / "figures" / "causalvae_interventions.png"))
-    config = tiny_config()
-    columns = config.causalvae.train.figure_values + 1
-    assert figure.shape[0] > figure.shape[1] * (2 * 4) / columns * 0.9  # 8 rows of tiles
+
+def test_intervention_values_run_from_the_5th_to_the_95th_percentile():
+    labels = np.stack([np.arange(101.0), -2 * np.arange(101.0)], axis=1)
+    values = causalvae_evaluation.intervention_values(labels, 5)
+    np.testing.assert_allclose(values, [[5, 27.5, 50, 72.5, 95],
+                                        [-190, -145, -100, -55, -10]])
 
 
 def test_a_run_compared_with_itself_scores_the_same(tiny_run):
@@ -486,3 +522,18 @@ def test_pretraining_of_a_on_labels_drives_the_dag_constraint_down(pendulum, sca
     assert (history[-1]["multiplier"], history[-1]["penalty"]) == (
         float(lagrangian.multiplier), float(lagrangian.penalty))
     np.testing.assert_allclose(lagrangian_values_of(lagrangian), replayed, rtol=1e-5)
+
+
+def test_intervene_on_a_concept_writes_a_labelled_strip(tiny_run, tmp_path):
+    workdir, _ = tiny_run
+    out = tmp_path / "strip.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "causal_disent.intervene", f"--workdir={workdir}", "--index=3",
+         "--concept=pendulum_angle", "--values=-20,0,20", f"--out={out}"],
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu"),
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"intervention strip: {out}" in result.stdout and result.stderr == ""
+    with Image.open(out) as strip:
+        width, height = strip.size
+    assert width > 5 * 96 > height  # input, reconstruction and three values

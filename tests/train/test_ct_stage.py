@@ -1,17 +1,25 @@
 """Tiny real two-stage runs: stage 2 outputs, frozen stage 1, errors, the API."""
 
 import json
+import os
+import re
+import shutil
+import subprocess
+import sys
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
+from PIL import Image
 
 from causal_disent import ct_interventions as interventions
 from causal_disent.data import registry
 from causal_disent.runs import checkpoint
+from causal_disent.runs import metrics_log
+from causal_disent.runs.config_file import read_config
 from causal_disent.train import ct_stage, stages
-from tests.helpers import tiny_config
+from tests.helpers import REPO_ROOT, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +46,7 @@ def test_two_stage_run_writes_results_metrics_and_figures(two_stage_run):
         assert np.isfinite(ct[key]), key
     assert ct["action_chance"] == pytest.approx(1 / 12) and ct["factor_chance"] == pytest.approx(1 / 6)
     assert np.sum(ct["confusion"]) == 10
-    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_log.read_rows(workdir, validation=False)  # training rows
     ct_rows = [row for row in rows if row["stage"] == "ct"]
     assert [row["step"] for row in ct_rows] == [1, 2, 3, 4, 5, 6]
     assert {row["mode"] for row in ct_rows} == {"standard", "action", "causal"}
@@ -146,3 +154,60 @@ def test_metric_card_of_a_trained_run(two_stage_run):
     assert 0.0 <= scored["metrics"]["mig"]["scores"]["discrete_mig"] <= 1.0
     causal = run.causal_scores()
     assert causal["action_accuracy"] == pytest.approx(results["ct"]["action_accuracy"])
+
+
+def test_eval_and_figures_modes_revisit_a_finished_run(two_stage_run, tmp_path, capsys):
+    """--mode=eval scores the final checkpoints again (deterministic: the same results)
+    and redraws the figures; --mode=figures redraws them alone. Neither touches the
+    checkpoints; each ends with the summary."""
+    workdir, _ = two_stage_run
+    copy = tmp_path / "run"
+    shutil.copytree(workdir, copy)
+    recorded = json.loads((copy / "results.json").read_text())
+    shutil.rmtree(copy / "figures")
+    checkpoints = sorted(path.relative_to(copy) for path in (copy / "checkpoints").rglob("*"))
+
+    stages.run(read_config(copy), copy, mode="eval")
+    assert json.loads((copy / "results.json").read_text()) == recorded
+    assert (copy / "figures" / "ct_interventions.png").exists()
+    assert (copy / "figures" / "mcqvae_reconstructions.png").exists()
+    out = capsys.readouterr().out
+    assert "[ct] evaluating step 6 on the test split..." in out
+    assert re.search(r"^  ct +test action accuracy", out, re.MULTILINE), out
+
+    shutil.rmtree(copy / "figures")
+    results_bytes = (copy / "results.json").read_bytes()
+    stages.run(read_config(copy), copy, mode="figures")
+    assert (copy / "figures" / "ct_structure_masks.png").exists()
+    assert (copy / "results.json").read_bytes() == results_bytes
+    assert sorted(path.relative_to(copy)
+                  for path in (copy / "checkpoints").rglob("*")) == checkpoints
+
+
+def test_eval_mode_refuses_a_run_that_has_not_finished(two_stage_run, tmp_path):
+    workdir, _ = two_stage_run
+    copy = tmp_path / "run"
+    shutil.copytree(workdir, copy)
+    results = json.loads((copy / "results.json").read_text())
+    del results["ct"]  # as if killed after its last checkpoint, before its evaluation
+    (copy / "results.json").write_text(json.dumps(results))
+    with pytest.raises(stages.InvalidRunError,
+                       match=r"stage 'ct' in .* has not finished training \(its latest "
+                             r"checkpoint is step 6\)"):
+        stages.run(read_config(copy), copy, mode="eval")
+
+
+def test_intervene_writes_a_labelled_strip(two_stage_run, tmp_path):
+    workdir, _ = two_stage_run
+    out = tmp_path / "strip.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "causal_disent.intervene", f"--workdir={workdir}", "--index=3",
+         "--action=floor_hue+", "--times=2", f"--out={out}"],
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu"),
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"intervention strip: {out}" in result.stdout
+    assert result.stderr == ""  # no log chatter
+    with Image.open(out) as strip:
+        width, height = strip.size
+    assert width > 4 * 64 > height  # input, reconstruction, x1, x2 side by side

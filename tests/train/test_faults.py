@@ -186,7 +186,7 @@ def test_sigterm_from_outside_saves_exits_143_and_the_rerun_resumes(tmp_path):
     process = run_cli(*args)
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr[-3000:]
-    assert f"resumed from step {saved}" in stderr
+    assert f"[mcqvae] resuming from the checkpoint of step {saved} of" in stdout
     assert json.loads((tmp_path / "results.json").read_text())["mcqvae"]["steps"] == saved + 2
 
 

@@ -14,6 +14,7 @@ import pytest
 from causal_disent.data import registry
 from causal_disent.evaluation import vae_evaluation
 from causal_disent.objectives.vae import bind_loss
+from causal_disent.runs import metrics_log
 from causal_disent.runs import vae as vae_run
 from causal_disent.train import image_stages, runner, stages, vae_stage
 from causal_disent.train.state import train_step
@@ -71,11 +72,18 @@ def test_tiny_end_to_end_run_writes_results_and_figure(tiny_run):
     assert len(saved["test_kl_per_latent"]) == 3
     np.testing.assert_allclose(sum(saved["test_kl_per_latent"]), saved["test_kl"], atol=1e-3)
     assert (workdir / "figures" / "vae_reconstructions.png").stat().st_size > 0
-    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_log.read_rows(workdir, validation=False)  # training rows
     assert [row["step"] for row in rows] == [1, 2, 3, 4]
     for row in rows:
         assert {"loss", "reconstruction", "kl", "kl_per_latent", "elbo"} <= set(row)
         assert np.isfinite(row["loss"])
+    # The learning curve: test NLL, BCE, MSE and KL on 8 test images every 2 steps.
+    validation = metrics_log.read_rows(workdir, validation=True)
+    assert [row["step"] for row in validation] == [0, 2, 4] == [
+        point["step"] for point in saved["curve"]]
+    assert all(set(row) == {"stage", "step", "split", "test_nll", "test_bce", "test_mse",
+                            "test_kl"} for row in validation)
+    assert (workdir / "figures" / "vae_learning_curve.png").exists()
 
 
 def test_finished_run_is_skipped_on_rerun(tiny_run, monkeypatch):
@@ -183,7 +191,7 @@ def test_tiny_beta_tc_vae_run_end_to_end(tmp_path):
     assert results["objective"] == {"name": "beta_tc_vae", "beta": 6.0}
     for key in ("test_bce", "test_mse", "test_kl"):
         assert np.isfinite(results[key]), key
-    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_log.read_rows(tmp_path, validation=False)  # training rows
     assert [row["step"] for row in rows] == [1, 2, 3, 4]
     for row in rows:
         for key in ("loss", "mi", "tc", "dimension_wise_kl"):
@@ -249,7 +257,7 @@ def test_tiny_factor_vae_run_end_to_end_and_its_metric_card(tiny_factor_run):
     assert saved["steps"] == 4 and len(saved["test_kl_per_latent"]) == 3
     for key in ("test_bce", "test_mse", "test_kl"):
         assert np.isfinite(saved[key]), key
-    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_log.read_rows(workdir, validation=False)  # training rows
     assert [row["step"] for row in rows] == [1, 2, 3, 4]
     for row in rows:
         for key in ("loss", "vae_loss", "tc", "discriminator_loss"):

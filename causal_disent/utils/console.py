@@ -1,0 +1,93 @@
+"""What a run tells the person watching it, on stdout (process 0 only).
+
+The console carries short human lines: what is compiling, training progress with
+its ETA, learning-curve points, where results landed, and the summary at the end.
+Library detail goes to the absl log: `log_to_file` keeps all of it (INFO and up) in a
+run's WORKDIR/log.txt and `quiet_stderr` keeps only warnings and errors on stderr, so
+third-party INFO chatter (the "Unable to initialize backend 'tpu'" probe, Orbax's
+per-save lines) stays out of sight but on record.
+
+On a terminal the progress line is redrawn in place; elsewhere (a log file, a
+notebook, CI) each update is a line of its own.
+"""
+
+from __future__ import annotations
+
+import logging as python_logging
+import math
+import sys
+from pathlib import Path
+
+import jax
+from absl import logging
+
+_BAR_WIDTH = 20
+_progress_open = False  # a redrawn progress line awaits its newline
+
+
+def say(message: str, every_process: bool = False) -> None:
+    """Prints `message` as a line of its own and logs it: on process 0, or with
+    `every_process` on each process (prefixed with its index when there are several:
+    what each host did, e.g. which checkpoint it restored)."""
+    global _progress_open
+    if every_process and jax.process_count() > 1:
+        message = f"[process {jax.process_index()}] {message}"
+    logging.info("%s", message)
+    if jax.process_index() != 0 and not every_process:
+        return
+    if _progress_open:
+        sys.stdout.write("\n")
+        _progress_open = False
+    print(message, flush=True)
+
+
+def progress(prefix: str, done: int, total: int, details: str) -> None:
+    """`prefix` step done/total with a bar and `details` (rates, ETA, metrics)."""
+    global _progress_open
+    fraction = done / total if total else 1.0
+    filled = round(fraction * _BAR_WIDTH)
+    line = (f"{prefix} {'#' * filled}{'.' * (_BAR_WIDTH - filled)} {done}/{total} "
+            f"({100 * fraction:.0f}%) {details}")
+    logging.info("%s", line)
+    if jax.process_index() != 0:
+        return
+    if _interactive():
+        sys.stdout.write("\r\033[K" + line)
+        sys.stdout.flush()
+        _progress_open = done < total
+        if not _progress_open:
+            sys.stdout.write("\n")
+    else:
+        print(line, flush=True)
+
+
+def _interactive() -> bool:
+    return sys.stdout.isatty()
+
+
+def log_to_file(path: Path) -> python_logging.Handler | None:
+    """Appends every log record of INFO and up (the library's through absl, and other
+    libraries') to `path` (process 0); returns the handler so a caller can remove it."""
+    if jax.process_index() != 0:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = python_logging.FileHandler(path)
+    handler.setLevel(python_logging.INFO)
+    handler.setFormatter(python_logging.Formatter(
+        "%(asctime)s %(levelname)s %(module)s: %(message)s"))
+    python_logging.getLogger().addHandler(handler)  # absl logs through the root logger
+    return handler
+
+
+def quiet_stderr() -> None:
+    """Only warnings and errors reach stderr through absl's handler."""
+    logging.get_absl_handler().setLevel(python_logging.WARNING)
+
+
+def format_duration(seconds: float) -> str:
+    """1h02m03s, 4m05s, or ? when unknown (not finite)."""
+    if not math.isfinite(seconds):
+        return "?"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"

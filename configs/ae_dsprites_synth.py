@@ -1,5 +1,5 @@
 r"""The deterministic autoencoder (AE) on the procedural dSprites: the baseline of
-"Interventional consistency in autoencoders" (ICLR 2021 submission, §4.1) on the VAE
+"On the interventional consistency of autoencoders" (ICLR 2021 submission, §4.1) on the VAE
 family's network (configs/betavae_dsprites_synth.py: encoder, decoder, Bernoulli
 pixels, Adam 1e-4, batch 64, its variants). The loss is the reconstruction of the
 encoder's mean ("ae"); there is no KL.

@@ -1,4 +1,4 @@
-"""Consistency training ("Interventional consistency in autoencoders", ICLR 2021
+"""Consistency training ("On the interventional consistency of autoencoders", ICLR 2021
 submission, §2.1 and Algorithms 1–2 of its appendix): penalties that make an
 autoencoder's response map consistent under interventions on its own latents.
 

@@ -5,6 +5,9 @@ field takes 55 lines (its "did you mean" at the very end), a config file that do
 not exist 41, with the cause in the middle. `parse_flags_or_exit` (the
 `flags_parser` of `app.run`) and `loaded_config_or_exit` turn each into one
 `error: ...` line naming the problem and the fix, and exit with status 1.
+
+`load_config_file` loads a config the way `--config=FILE.py[:variant]` does, for
+Python callers (notebooks, scripts) that train or inspect a config without flags.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import importlib.util
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import ml_collections
 from absl import flags
@@ -38,6 +42,30 @@ def loaded_config_or_exit(config) -> ml_collections.ConfigDict:
         config.keys()
     except OSError as error:
         sys.exit(f"error: {_config_file_problem(str(error))}")
+    return config
+
+
+def load_config_file(argument: str, lock: bool = True) -> ml_collections.ConfigDict:
+    """The config that `--config=FILE.py[:variant]` names: FILE's `get_config(variant)`,
+    or `get_config()` without a variant. A relative FILE is read from the current
+    directory (the repository root for `configs/...`).
+
+    Locked by default, as the command line locks it: assigning a field that does not
+    exist raises (a misspelt override fails instead of adding a field). Raises
+    FileNotFoundError when FILE does not exist; the config file's own errors (an
+    unknown variant: ValueError) propagate.
+    """
+    path, separator, variant = argument.partition(":")
+    if not Path(path).is_file():
+        raise FileNotFoundError(
+            f"config file {path} does not exist (looked in {Path.cwd()}); pass "
+            f"configs/<name>.py[:variant] from the repository root (see configs/)")
+    spec = importlib.util.spec_from_file_location(f"_config_{Path(path).stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config(variant) if separator else module.get_config()
+    if lock:
+        config.lock()
     return config
 
 
@@ -103,12 +131,8 @@ def _load_config_of(argv: Sequence[str]):
              if argument.startswith(f"--{CONFIG_FLAG}=")]
     if not paths:
         return None
-    path, *variant = paths[-1].split(":", 1)
     try:
-        spec = importlib.util.spec_from_file_location("_config_for_error_message", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module.get_config(*variant)
+        return load_config_file(paths[-1], lock=False)
     except Exception:  # the file's own problem is reported elsewhere
         return None
 

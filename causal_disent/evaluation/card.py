@@ -94,6 +94,19 @@ def headline(name: str, result: dict) -> str:
                      if key in result)
 
 
+def headline_scores(card: dict) -> dict[str, float]:
+    """{"<metric>.<score>": value} of a `metric_card`'s headline scores, in card order
+    (e.g. "mig.discrete_mig", "dci.disentanglement"); a score recorded as non-finite
+    (None) is NaN."""
+    scores = {}
+    for name, entry in card["metrics"].items():
+        for key in METRICS[name].headline:
+            if key in entry["scores"]:
+                value = entry["scores"][key]
+                scores[f"{name}.{key}"] = float("nan") if value is None else float(value)
+    return scores
+
+
 def library_versions() -> dict:
     import causal_disent
 

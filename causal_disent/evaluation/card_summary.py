@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from causal_disent.evaluation.metrics import METRICS
+from causal_disent.evaluation.card import headline_scores
 from causal_disent.runs.seeds import SEED_WORKDIR
 
 CARD_FILE = "metrics_card.json"
@@ -74,12 +74,7 @@ def card_scores(card_path: Path, representation: str | None) -> dict[str, float]
     if name not in cards:
         raise ValueError(f"{card_path} has no representation {name!r}; it has "
                          f"{', '.join(cards)}")
-    scores = {}
-    for metric, entry in cards[name]["metrics"].items():
-        for key in METRICS[metric].headline:
-            if key in entry["scores"]:
-                scores[f"{metric}.{key}"] = _number(entry["scores"][key])
-    return scores
+    return headline_scores(cards[name])
 
 
 def _number(value) -> float:

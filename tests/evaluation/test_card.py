@@ -155,3 +155,16 @@ def test_command_line_errors_name_the_problem(tmp_path, args, message):
     result = run_evaluate(*args, cwd=tmp_path)
     assert result.returncode != 0
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_headline_scores_name_metric_and_score_in_card_order():
+    metric_card = {"metrics": {
+        "mig": {"scores": {"discrete_mig": 0.5, "entropy": [1.0, 2.0]}},
+        "dci": {"scores": {"disentanglement": 0.25, "completeness": None,
+                           "informativeness_test": 0.75, "importance_matrix": [[1.0]]}},
+    }}
+    scores = card.headline_scores(metric_card)
+    assert list(scores) == ["mig.discrete_mig", "dci.disentanglement", "dci.completeness",
+                            "dci.informativeness_test"]
+    assert scores["mig.discrete_mig"] == 0.5 and scores["dci.informativeness_test"] == 0.75
+    assert np.isnan(scores["dci.completeness"])  # a non-finite score is recorded as null

@@ -46,3 +46,15 @@ def serve_small_shapes3d(monkeypatch) -> str:
     monkeypatch.setattr(registry, "check_dataset_name", lambda name: (
         None if name == dataset.name else check_name(name)))
     return dataset.name
+
+
+def run_intervene(workdir, *flags):
+    """`python -m causal_disent.intervene --workdir=W FLAGS...` as a user runs it."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "causal_disent.intervene", f"--workdir={workdir}", *flags],
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu"),
+        capture_output=True, text=True, timeout=300)

@@ -54,13 +54,20 @@ def add_scalars(workdir: str | Path, stage: str, step: int, values: dict,
                 prefix: str) -> None:
     """Logs every finite scalar number of `values` as `<prefix>/<name>` at `step`;
     arrays, strings and non-finite values are left out (metrics.jsonl keeps them)."""
+    add_rows(workdir, stage, [(step, values)], prefix)
+
+
+def add_rows(workdir: str | Path, stage: str, rows: list[tuple[int, dict]],
+             prefix: str) -> None:
+    """`add_scalars` of each (step, values) row, flushed once."""
     writer = _writer(workdir, stage)
     if writer is None:
         return
-    for name, value in values.items():
-        scalar = _finite_scalar(value)
-        if scalar is not None:
-            writer.add_scalar(f"{prefix}/{name}", scalar, global_step=int(step))
+    for step, values in rows:
+        for name, value in values.items():
+            scalar = _finite_scalar(value)
+            if scalar is not None:
+                writer.add_scalar(f"{prefix}/{name}", scalar, global_step=int(step))
     writer.flush()
 
 

@@ -40,8 +40,7 @@ class MetricsWriter:
         if not rows:
             return
         metrics_log.append_training_rows(self.workdir, stage, rows)
-        for step, metrics in rows:
-            tensorboard.add_scalars(self.workdir, stage, step, metrics, prefix="train")
+        tensorboard.add_rows(self.workdir, stage, rows, prefix="train")
 
 
 class Progress:

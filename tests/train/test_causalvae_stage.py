@@ -3,10 +3,7 @@ latent codes, and clear errors on bad input. Tiny networks (configs/...:tiny).""
 
 import functools
 import json
-import os
 import re
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +22,7 @@ from causal_disent.objectives.causalvae_variants import LOSSES, LossWeights
 from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.train import causalvae_graph, causalvae_stage, runner, stages
 from configs import causalvae_pendulum
-from tests.helpers import REPO_ROOT
+from tests.helpers import run_intervene
 
 BATCH = 4
 
@@ -528,11 +525,8 @@ def test_pretraining_of_a_on_labels_drives_the_dag_constraint_down(pendulum, sca
 def test_intervene_on_a_concept_writes_a_labelled_strip(tiny_run, tmp_path):
     workdir, _ = tiny_run
     out = tmp_path / "strip.png"
-    result = subprocess.run(
-        [sys.executable, "-m", "causal_disent.intervene", f"--workdir={workdir}", "--index=3",
-         "--concept=pendulum_angle", "--values=-20,0,20", f"--out={out}"],
-        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu"),
-        capture_output=True, text=True, timeout=300)
+    result = run_intervene(workdir, "--index=3", "--concept=pendulum_angle",
+                           "--values=-20,0,20", f"--out={out}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"intervention strip: {out}" in result.stdout
     assert not re.search(r"^[IW]\d{4} ", result.stderr, re.MULTILINE), result.stderr

@@ -1,11 +1,8 @@
 """Tiny real two-stage runs: stage 2 outputs, frozen stage 1, errors, the API."""
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 
 import jax
 import numpy as np
@@ -19,7 +16,7 @@ from causal_disent.runs import checkpoint
 from causal_disent.runs import metrics_log
 from causal_disent.runs.config_file import read_config
 from causal_disent.train import ct_stage, stages
-from tests.helpers import REPO_ROOT, tiny_config
+from tests.helpers import run_intervene, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -200,11 +197,8 @@ def test_eval_mode_refuses_a_run_that_has_not_finished(two_stage_run, tmp_path):
 def test_intervene_writes_a_labelled_strip(two_stage_run, tmp_path):
     workdir, _ = two_stage_run
     out = tmp_path / "strip.png"
-    result = subprocess.run(
-        [sys.executable, "-m", "causal_disent.intervene", f"--workdir={workdir}", "--index=3",
-         "--action=floor_hue+", "--times=2", f"--out={out}"],
-        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu"),
-        capture_output=True, text=True, timeout=300)
+    result = run_intervene(workdir, "--index=3", "--action=floor_hue+", "--times=2",
+                           f"--out={out}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"intervention strip: {out}" in result.stdout
     assert not re.search(r"^[IW]\d{4} ", result.stderr, re.MULTILINE), result.stderr  # no chatter

@@ -53,8 +53,7 @@ class TrainedCausalVAE:
         dataset = registry.dataset_from_config(config.data)
         model, params = causalvae_run.load_trained(
             config, workdir, make_data_mesh(jax.devices()[:1]), dataset)
-        split = splits.dataset_split(dataset, config.data.split_fractions,
-                                     config.data.split_seed)
+        split = splits.configured_split(dataset, config.data)
         train_labels = dataset.labels(split["train"]).astype(np.float32)
         return cls(model=model, params=jax.device_get(params), dataset=dataset, split=split,
                    scaling=causalvae_run.label_scaling(dataset.name, train_labels))
@@ -70,15 +69,8 @@ class TrainedCausalVAE:
         return (values - self.scaling.prior_offset[concept]) / self.scaling.prior_scale[concept]
 
 
-def intervene(
-    model: CausalVAE,
-    params,
-    images: np.ndarray,
-    concept: int,
-    value,
-    at_input: bool = True,
-    at_output: bool = True,
-) -> np.ndarray:
+def intervene(model: CausalVAE, params, images: np.ndarray, concept: int, value,
+              at_input: bool = True, at_output: bool = True) -> np.ndarray:
     """Decoded images under do(z_concept = value).
 
     Args:
@@ -109,15 +101,8 @@ def _reconstruct(model, params, images):
     return model.apply({"params": params}, images_to_unit_range(images))
 
 
-def intervened_codes(
-    model: CausalVAE,
-    params,
-    images: np.ndarray,
-    concept: int,
-    value,
-    at_input: bool = True,
-    at_output: bool = True,
-) -> np.ndarray:
+def intervened_codes(model: CausalVAE, params, images: np.ndarray, concept: int, value,
+                     at_input: bool = True, at_output: bool = True) -> np.ndarray:
     """The latent codes the decoder reads under do(z_concept = value): [B, n, k]."""
     outputs = _intervened_outputs(model, params, images, concept, value, at_input, at_output)
     return np.asarray(outputs["decoded_z"])

@@ -4,10 +4,10 @@ Pendulum and Flow (Yang et al., CausalVAE, CVPR 2021, §5 / App.) are drawn from
 a few concepts linked by known mechanisms, so the image under an intervention
 do(label[c] = v) can be drawn exactly: every descendant of c in the causal graph
 is recomputed by its mechanism, every other concept keeps the factual image's
-value (its exogenous noise included). Each dataset's `counterfactual_images`
-does the drawing; this module holds what they share: the descendants of a
-concept, the validation of an intervention's arguments, and the base class that
-renders both datasets' scenes in bounded chunks.
+value (its exogenous noise included). Each dataset builds its intervened
+scene; this module holds what they share: the descendants of a concept, the
+validation of an intervention's arguments, and the base class that validates,
+draws and renders both datasets' counterfactuals in bounded chunks.
 """
 
 from __future__ import annotations
@@ -72,28 +72,38 @@ def require_finite_scene(scene: dict[str, np.ndarray]) -> None:
         require(part, np.isfinite(part), name, rule)
 
 
-def draw_counterfactual(dataset, index: np.ndarray, concept: int, values: np.ndarray,
-                        label_names: tuple[str, ...], check_physical) -> np.ndarray:
-    """The steps every dataset's `counterfactual_images` shares: validate the
-    arguments (`check_physical(concept, values)` for the dataset's own limits),
-    build `dataset._intervened_scene`, refuse a scene that overflowed, draw it."""
-    index = dataset.check_index(index)
-    concept = check_concept(concept, label_names, dataset.name)
-    values = check_values(values, len(index))
-    check_physical(concept, values)
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow: rejected just below
-        parts = dataset._intervened_scene(index, concept, values)
-    require_finite_scene(parts)
-    return dataset.render_scene(parts)
-
-
 class DrawnConceptDataset(FactorDataset):
     """A concept dataset the library draws from scene parts (Pendulum, Flow): images
     and counterfactuals are rendered in chunks of `RENDER_CHUNK` images, which bounds
     the supersampling buffers. Subclasses define `_draw(parts)` (parts [B] each ->
-    uint8 images) and `_render(index)` (flat indices -> uint8 images)."""
+    uint8 images), `_render(index)` (flat indices -> uint8 images),
+    `_intervened_scene(index, concept, values)` (the scene parts under the
+    intervention, inputs valid) and `_check_physical(concept, values)` (ValueError
+    for values no scene of theirs can have)."""
 
     RENDER_CHUNK = 128
+
+    def counterfactual_images(self, index: np.ndarray, concept: int,
+                              values: np.ndarray) -> np.ndarray:
+        """The true images under do(label[concept] = values[b]) of the images at `index`.
+
+        Args:
+          index: [B] flat indices of the factual images.
+          concept: the label intervened on, an int in [0, len(label_names)).
+          values: [B] finite new values in the label's units (`labels`), within the
+            limits the dataset's `_check_physical` names.
+        Returns:
+          [B, H, W, ch] uint8; what each intervention redraws is documented by the
+          dataset's `_intervened_scene`.
+        """
+        index = self.check_index(index)
+        concept = check_concept(concept, self.label_names, self.name)
+        values = check_values(values, len(index))
+        self._check_physical(concept, values)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: rejected just below
+            parts = self._intervened_scene(index, concept, values)
+        require_finite_scene(parts)
+        return self.render_scene(parts)
 
     def render_scene(self, parts: dict[str, np.ndarray]) -> np.ndarray:
         """`scene` parts ([B] each) -> [B, H, W, ch] uint8 images, in chunks."""

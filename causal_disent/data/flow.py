@@ -41,7 +41,6 @@ from causal_disent.data import raster
 from causal_disent.data.counterfactuals import (
     DrawnConceptDataset,
     descendants,
-    draw_counterfactual,
     require,
 )
 
@@ -80,12 +79,6 @@ _PHYSICAL_RULES = (
     (lambda v: v >= 0, ">= 0 (a speed)"),
     (lambda v: v > _JET_END_Y, f"> {_JET_END_Y} (the jet ends at y = {_JET_END_Y})"),
 )
-
-
-def _check_physical(concept: int, values: np.ndarray) -> None:
-    """ValueError for intervention values no flow scene can have."""
-    holds, rule = _PHYSICAL_RULES[concept]
-    require(values, holds(values), LABEL_NAMES[concept], rule)
 
 
 def water_mechanism(ball: np.ndarray, h_raw: np.ndarray) -> np.ndarray:
@@ -199,31 +192,19 @@ class Flow(DrawnConceptDataset):
         parts = {"ball": ball, "water": water, "hole": hole, "jitter": jitter}
         return {**parts, "jet_water": jet_water}
 
-    def counterfactual_images(
-        self, index: np.ndarray, concept: int, values: np.ndarray
-    ) -> np.ndarray:
-        """The true images under do(label[concept] = values[b]) of the images at `index`.
-
-        Args:
-          index: [B] flat indices of the factual images.
-          concept: the label intervened on, an int in [0, 4) (see LABEL_NAMES).
-          values: [B] finite new values in the label's units (`labels`): ball
-            size > 0, water height > 0, water flow >= 0 or hole height > 0.5.
-        Returns:
-          [B, 96, 96, 4] uint8. The water is recomputed with the image's own
-          h_raw when the ball changes, the jet (with the image's own eps) when the
-          ball, water or hole does; do(water_flow) redraws the jet alone. As eps
-          is seeded by the flat index, do(ball = b2) on image (r1, h_raw, hole)
-          is the grid image (r2, h_raw, hole) where the two share eps, and
-          differs from it in the jet alone elsewhere (likewise water and hole).
-        """
-        return draw_counterfactual(self, index, concept, values, LABEL_NAMES, _check_physical)
-
     def _intervened_scene(
         self, index: np.ndarray, concept: int, values: np.ndarray
     ) -> dict[str, np.ndarray]:
         """`scene` of the images at `index` under do(label[concept] = values), inputs valid:
-        the factual concepts, the intervened one replaced, its descendants recomputed."""
+        the factual concepts, the intervened one replaced, its descendants recomputed.
+
+        The water is recomputed with the image's own h_raw when the ball changes,
+        the jet (with the image's own eps) when the ball, water or hole does;
+        do(water_flow) redraws the jet alone. As eps is seeded by the flat index,
+        do(ball = b2) on image (r1, h_raw, hole) is the grid image (r2, h_raw, hole)
+        where the two share eps, and differs from it in the jet alone elsewhere
+        (likewise water and hole).
+        """
         factual = self.concepts(index)
         do = {arg: factual[name] for arg, name in zip(_SCENE_ARGS, LABEL_NAMES)}
         do[_SCENE_ARGS[concept]] = values
@@ -234,6 +215,13 @@ class Flow(DrawnConceptDataset):
         if changed[LABEL_NAMES.index("water_flow")]:
             do["flow"] = None  # the jet is drawn from the new water and hole
         return self.scene(**do, jitter=jet_jitter(index))
+
+    @staticmethod
+    def _check_physical(concept: int, values: np.ndarray) -> None:
+        """ValueError for intervention values no flow scene can have: ball size > 0,
+        water height > 0, water flow >= 0, hole height above the jet's end."""
+        holds, rule = _PHYSICAL_RULES[concept]
+        require(values, holds(values), LABEL_NAMES[concept], rule)
 
     def _render(self, index: np.ndarray) -> np.ndarray:
         concepts = self.concepts(index)

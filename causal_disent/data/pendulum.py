@@ -36,7 +36,6 @@ from causal_disent.data import raster
 from causal_disent.data.counterfactuals import (
     DrawnConceptDataset,
     descendants,
-    draw_counterfactual,
     require,
 )
 
@@ -187,29 +186,14 @@ class Pendulum(DrawnConceptDataset):
         is_test = (index >= 4) & (index % 4 == 0)
         return {"train": index[~is_test], "test": index[is_test]}
 
-    def counterfactual_images(
-        self, index: np.ndarray, concept: int, values: np.ndarray
-    ) -> np.ndarray:
-        """The true images under do(label[concept] = values[b]) of the images at `index`.
-
-        Args:
-          index: [B] flat indices of the factual images.
-          concept: the label intervened on, an int in [0, 4) (see LABEL_NAMES).
-          values: [B] finite new values in the label's units (`labels`): angle
-            indices i or j (the light's in (0, 200)), or a shadow length (>= 0) or
-            position, drawn untruncated.
-        Returns:
-          [B, 96, 96, 4] uint8: angle or light moved and the shadow recomputed from
-          the geometry, or the shadow alone redrawn, its other attribute kept.
-        """
-        return draw_counterfactual(self, index, concept, values, LABEL_NAMES, _check_physical)
-
     def _intervened_scene(
         self, index: np.ndarray, concept: int, values: np.ndarray
     ) -> dict[str, np.ndarray]:
         """`scene` of the images at `index` under do(label[concept] = values), inputs valid:
         the factual concepts (shadow untruncated), the intervened one replaced, its
-        descendants recomputed from the geometry."""
+        descendants recomputed from the geometry: angle or light moved and the shadow
+        recomputed, or the shadow alone redrawn, its other attribute kept. Values are
+        angle indices i or j, or a shadow length or position, drawn untruncated."""
         factors, factual = self.index_to_factors(index), self.geometry(index)
         do = {
             "angle": ANGLE_INDICES[factors[:, 0]],
@@ -221,6 +205,15 @@ class Pendulum(DrawnConceptDataset):
         for label in np.flatnonzero(descendants(CAUSAL_GRAPH, concept)):
             do[_SCENE_ARGS[label]] = None  # `scene` recomputes it
         return self.scene(**do)
+
+    @staticmethod
+    def _check_physical(concept: int, values: np.ndarray) -> None:
+        """ValueError for intervention values no pendulum scene can have."""
+        if concept == 1:
+            rule = "in (0, 200) (phi = j pi / 200 in (0, pi): a light above the ground)"
+            require(values, (values > 0) & (values < 200), "light_angle", rule)
+        if concept == 2:
+            require(values, values >= 0, "shadow_length", ">= 0 (a length)")
 
     def _render(self, index: np.ndarray) -> np.ndarray:
         return self._draw(self.geometry(index))
@@ -249,12 +242,3 @@ class Pendulum(DrawnConceptDataset):
         light = canvas.circle(parts["light_x"], np.full(batch, _LIGHT_HEIGHT), _LIGHT_RADIUS)
         raster.paint(rgb, light, raster.ORANGE)
         return raster.to_rgba_uint8(rgb)
-
-
-def _check_physical(concept: int, values: np.ndarray) -> None:
-    """ValueError for intervention values no pendulum scene can have."""
-    if concept == 1:
-        rule = "in (0, 200) (phi = j pi / 200 in (0, pi): a light above the ground)"
-        require(values, (values > 0) & (values < 200), "light_angle", rule)
-    if concept == 2:
-        require(values, values >= 0, "shadow_length", ">= 0 (a length)")

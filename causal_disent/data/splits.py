@@ -48,3 +48,8 @@ def dataset_split(dataset, fractions: Sequence[float], seed: int) -> dict[str, n
     if predefined is not None:
         return {name: np.asarray(indices, np.int64) for name, indices in predefined.items()}
     return split_indices(dataset.num_images, fractions, seed)
+
+
+def configured_split(dataset, data_config) -> dict[str, np.ndarray]:
+    """`dataset_split` with the fractions and seed of a run's `config.data`."""
+    return dataset_split(dataset, data_config.split_fractions, data_config.split_seed)

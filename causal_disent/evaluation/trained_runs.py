@@ -87,13 +87,18 @@ def open_run(workdir: str | Path, mesh: Mesh, batch_size: int = 256) -> TrainedR
                    f"to score")
 
 
+def _restored(stage_run, config, workdir, mesh, dataset):
+    """(model, parameters on the host) of the latest checkpoint of `stage_run`'s stage
+    (a runs.* module with `load_trained`) in `workdir`."""
+    model, params = stage_run.load_trained(config, workdir, mesh, dataset)
+    return model, jax.device_get(params)
+
+
 def _causalvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
-    model, params = causalvae_run.load_trained(config, workdir, mesh, dataset)
-    params = jax.device_get(params)
+    model, params = _restored(causalvae_run, config, workdir, mesh, dataset)
 
     def causal_scores() -> dict:
-        split = splits.dataset_split(dataset, config.data.split_fractions,
-                                     config.data.split_seed)
+        split = splits.configured_split(dataset, config.data)
         test = causalvae_run.evaluation_indices(config, split)
         return causalvae_evaluation.evaluate(
             model=model, params=params, dataset=dataset, indices=test,
@@ -111,15 +116,13 @@ def _causalvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
 def _ctvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
     stage1_dir = (ct_run.mcqvae_workdir(config, workdir)
                   if ct_run.STAGE in config.stages else workdir)
-    mcqvae, mcqvae_params = mcqvae_run.load_trained(config, stage1_dir, mesh, dataset)
-    mcqvae_params = jax.device_get(mcqvae_params)
+    mcqvae, mcqvae_params = _restored(mcqvae_run, config, stage1_dir, mesh, dataset)
 
     def causal_scores() -> dict:
         if ct_run.STAGE not in config.stages:
             return {}
         model, params = ct_run.load_trained(config, workdir, mesh, dataset)
-        split = splits.dataset_split(dataset, config.data.split_fractions,
-                                     config.data.split_seed)
+        split = splits.configured_split(dataset, config.data)
         return ct_evaluation.evaluate_on_test(
             config, model, params, mcqvae, mcqvae_params, make_encoder(mcqvae, mesh),
             dataset, transitions.sampler_for(dataset, split, seed=config.seed), mesh)
@@ -130,12 +133,10 @@ def _ctvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
 
 
 def _vae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
-    model, params = vae_run.load_trained(config, workdir, mesh, dataset)
-    params = jax.device_get(params)
+    model, params = _restored(vae_run, config, workdir, mesh, dataset)
 
     def causal_scores() -> dict:
-        split = splits.dataset_split(dataset, config.data.split_fractions,
-                                     config.data.split_seed)
+        split = splits.configured_split(dataset, config.data)
         return {"consistency": consistency_scores.score_test_images(
             model, params, dataset, split["test"], config.seed, batch_size)}
 

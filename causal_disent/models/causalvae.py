@@ -278,14 +278,8 @@ class CausalVAE(nn.Module):
         """
         return self._forward(images, intervention=None)
 
-    def intervene(
-        self,
-        images: jax.Array,
-        concept: int | jax.Array,
-        value,
-        at_input: bool = True,
-        at_output: bool = True,
-    ) -> dict[str, jax.Array]:
+    def intervene(self, images: jax.Array, concept: int | jax.Array, value,
+                  at_input: bool = True, at_output: bool = True) -> dict[str, jax.Array]:
         """`__call__` under do(z_c = v).
 
         Args:

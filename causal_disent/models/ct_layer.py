@@ -90,13 +90,9 @@ class CausalTransition(nn.Module):
         self.intervention_mask = InterventionMask(self.num_actions, self.num_codes)
         self.graph_sampler = CausalGraphSampler(self.num_actions, self.graph_hidden)
         self.gnn = TransitionGNN(
-            num_codes=self.num_codes,
-            num_actions=self.num_actions,
-            hidden=self.gnn_hidden,
-            num_layers=self.gnn_layers,
-            backend=self.gnn_backend,
-            root_weight=self.gnn_root_weight,
-        )
+            num_codes=self.num_codes, num_actions=self.num_actions, hidden=self.gnn_hidden,
+            num_layers=self.gnn_layers, backend=self.gnn_backend,
+            root_weight=self.gnn_root_weight)
         self.dropout = nn.Dropout(self.position_dropout)
 
     @property

@@ -6,7 +6,7 @@ conditioned on an observed auxiliary variable u (a segment, a class),
 
 which makes the latents identifiable up to permutation and componentwise
 transformations when u modulates their distributions enough (ibid. Theorem 1 and
-its conditions). Two networks, both with that prior (`ConditionalGaussianPrior`):
+its conditions). Two networks, both with that prior (`conditional_gaussian_prior`):
 
   IVAE        images, for the VAE family's `vae` stage: the convolutional VAE of
               models/vae.py with q(z | x) of the image alone, where the paper's
@@ -27,9 +27,13 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from causal_disent.models.vae import VAE
+from causal_disent.models.vae import VAE, GaussianHead
 
 NEGATIVE_SLOPE = 0.1  # of the leaky ReLU in the MLPs
+
+
+def leaky_relu(x: jax.Array) -> jax.Array:
+    return nn.leaky_relu(x, negative_slope=NEGATIVE_SLOPE)
 
 
 class LeakyReluMLP(nn.Module):
@@ -43,23 +47,14 @@ class LeakyReluMLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         for layer in range(self.num_hidden_layers):
-            x = nn.leaky_relu(nn.Dense(self.hidden, name=f"hidden{layer}")(x),
-                              negative_slope=NEGATIVE_SLOPE)
+            x = leaky_relu(nn.Dense(self.hidden, name=f"hidden{layer}")(x))
         return nn.Dense(self.out, name="output")(x)
 
 
-class ConditionalGaussianPrior(nn.Module):
-    """u [B, n] -> (mean μ(u), log-variance log λ(u)) of p(z | u), each [B, d], by an
-    MLP with one hidden layer of `hidden` units."""
-
-    hidden: int
-    num_latents: int
-
-    @nn.compact
-    def __call__(self, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
-        prior = LeakyReluMLP(self.hidden, 1, 2 * self.num_latents, name="mlp")(auxiliary)
-        mean, log_variance = jnp.split(prior, 2, axis=-1)
-        return mean, log_variance
+def conditional_gaussian_prior(hidden: int, num_latents: int) -> GaussianHead:
+    """p(z | u): u [B, n] -> (mean μ(u), log-variance log λ(u)), each [B, d], by an
+    MLP with one leaky-ReLU hidden layer of `hidden` units."""
+    return GaussianHead(hidden, num_latents, activation=leaky_relu)
 
 
 def check_auxiliary(auxiliary: jax.Array, auxiliary_size: int) -> None:
@@ -71,7 +66,7 @@ def check_auxiliary(auxiliary: jax.Array, auxiliary_size: int) -> None:
 
 class IVAE(VAE):
     """models/vae.VAE (encoder q(z | x), decoder of the pixels' `likelihood`) with the prior p(z | u) of
-    `ConditionalGaussianPrior` in place of N(0, I).
+    `conditional_gaussian_prior` in place of N(0, I).
 
     Every field but `image_shape` and `auxiliary_size` (the size n of the one-hot u,
     from `vae.auxiliary.factor`: runs/vae.auxiliary_size) is a key of the config
@@ -91,7 +86,7 @@ class IVAE(VAE):
 
     def setup(self):
         super().setup()
-        self.conditional_prior = ConditionalGaussianPrior(self.prior_hidden, self.num_latents)
+        self.conditional_prior = conditional_gaussian_prior(self.prior_hidden, self.num_latents)
 
     def prior(self, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
         """u [B, n] -> (mean, log-variance) of p(z | u), each [B, d]."""
@@ -130,7 +125,7 @@ class VectorIVAE(nn.Module):
 
       encoder  q(z | x, u) (q(z | x))  an MLP on [x, u] (x) -> mean, log-variance [B, d]
       decoder  p(x | z) = N(g(z), decoder_variance·I), g an MLP [B, d] -> [B, D]
-      prior    p(z | u) = `ConditionalGaussianPrior` (N(0, I))
+      prior    p(z | u) = `conditional_gaussian_prior` (N(0, I))
 
     The MLPs have `num_hidden_layers` leaky-ReLU layers of `hidden` units; the prior's
     one such layer.
@@ -152,7 +147,7 @@ class VectorIVAE(nn.Module):
         self.encoder = LeakyReluMLP(self.hidden, self.num_hidden_layers, 2 * self.num_latents)
         self.decoder = LeakyReluMLP(self.hidden, self.num_hidden_layers, self.data_dim)
         if self.conditional:
-            self.conditional_prior = ConditionalGaussianPrior(self.hidden, self.num_latents)
+            self.conditional_prior = conditional_gaussian_prior(self.hidden, self.num_latents)
 
     def encode(self, x: jax.Array, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
         """x [B, D], u [B, n] (unused by the plain VAE) -> (mean, log-variance) [B, d]."""

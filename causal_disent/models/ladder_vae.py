@@ -37,7 +37,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from causal_disent.models.vae import ImageDecoder, check_vae_config, encode_to_vector
+from causal_disent.models.vae import (
+    GaussianHead,
+    ImageDecoder,
+    check_vae_config,
+    encode_to_vector,
+)
 
 
 def check_ladder_vae_config(model_config, image_shape) -> None:
@@ -99,21 +104,6 @@ class BottomUpLadder(nn.Module):
         return likelihoods
 
 
-class TopDownPrior(nn.Module):
-    """z_{l+1} [B, n_{l+1}] -> (mean, log-variance) [B, n_l] of p(z_l | z_{l+1}): an
-    MLP with one ReLU layer of `hidden` units."""
-
-    hidden: int
-    num_latents: int
-
-    @nn.compact
-    def __call__(self, upper_latents: jax.Array) -> tuple[jax.Array, jax.Array]:
-        x = nn.relu(nn.Dense(self.hidden, name="hidden")(upper_latents))
-        mean, log_variance = jnp.split(nn.Dense(2 * self.num_latents, name="to_latent")(x),
-                                       2, axis=-1)
-        return mean, log_variance
-
-
 class LadderVAE(nn.Module):
     """The Ladder VAE with the VAE family's interface (models/vae.VAE's).
 
@@ -146,7 +136,7 @@ class LadderVAE(nn.Module):
         self.bottom_up = BottomUpLadder(self.encoder_widths, self.encoder_hidden,
                                         self.ladder_hidden, self.latent_sizes)
         # priors[l] is p(z_l | z_{l+1}) for l < L − 1; the top layer's prior is N(0, I).
-        self.priors = [TopDownPrior(width, size) for width, size in
+        self.priors = [GaussianHead(width, size) for width, size in
                        zip(self.ladder_hidden[:-1], self.latent_sizes[:-1])]
         self.decoder = ImageDecoder(self.decoder_widths, self.decoder_hidden,
                                         tuple(self.image_shape))

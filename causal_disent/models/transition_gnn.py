@@ -314,17 +314,10 @@ class ActionHeadsGATv2Layer(nn.Module):
     root_weight: bool
 
     @nn.compact
-    def __call__(
-        self,
-        latent_features: jax.Array,
-        context_features: jax.Array,
-        action: jax.Array,
-        mask: jax.Array,
-        adjacency: jax.Array,
-        edge_weights: jax.Array,
-        graph: jraph.GraphsTuple | None = None,
-        action_groups: int = 0,
-    ) -> jax.Array:
+    def __call__(self, latent_features: jax.Array, context_features: jax.Array,
+                 action: jax.Array, mask: jax.Array, adjacency: jax.Array,
+                 edge_weights: jax.Array, graph: jraph.GraphsTuple | None = None,
+                 action_groups: int = 0) -> jax.Array:
         """latent [B, N, F_in], context [B, C, F_ctx] -> new latent features [B, N, H].
 
         `graph` (from `build_transition_graph`) is required by the jraph backend.
@@ -426,16 +419,9 @@ class TransitionGNN(nn.Module):
     root_weight: bool
 
     @nn.compact
-    def __call__(
-        self,
-        node_features: jax.Array,
-        action: jax.Array,
-        mask: jax.Array,
-        adjacency: jax.Array,
-        edge_weights: jax.Array,
-        noise_node: jax.Array | None = None,
-        action_groups: int = 0,
-    ) -> jax.Array:
+    def __call__(self, node_features: jax.Array, action: jax.Array, mask: jax.Array,
+                 adjacency: jax.Array, edge_weights: jax.Array,
+                 noise_node: jax.Array | None = None, action_groups: int = 0) -> jax.Array:
         """Per-node code logits of the transition.
 
         Args:

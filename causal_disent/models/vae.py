@@ -93,6 +93,23 @@ def decode_to_image(latents: jax.Array, widths: Sequence[int], hidden: int,
                           activation)
 
 
+class GaussianHead(nn.Module):
+    """x [B, n] -> (mean, log-variance) of a conditional Gaussian, each [B, d]: one
+    dense layer `hidden` of `hidden` units with `activation`, then a dense layer
+    `to_latent` of 2d. iVAE's prior p(z | u) and LadderVAE's p(z_l | z_{l+1})."""
+
+    hidden: int
+    num_latents: int
+    activation: Callable[[jax.Array], jax.Array] = nn.relu
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        x = self.activation(nn.Dense(self.hidden, name="hidden")(x))
+        mean, log_variance = jnp.split(nn.Dense(2 * self.num_latents, name="to_latent")(x),
+                                       2, axis=-1)
+        return mean, log_variance
+
+
 class GaussianEncoder(nn.Module):
     """Images [B, H, W, ch] in [0, 1] -> (mean, log-variance) of q(z | x), each [B, d]."""
 

@@ -33,7 +33,7 @@ from absl import logging
 from jax.sharding import Mesh
 
 from causal_disent import models
-from causal_disent.data import pipeline, registry, splits
+from causal_disent.data import pipeline, registry
 from causal_disent.evaluation import causalvae_evaluation
 from causal_disent.evaluation.metrics import mic
 from causal_disent.objectives import causalvae as cv
@@ -41,7 +41,7 @@ from causal_disent.objectives.causalvae_variants import LOSSES, LabelScaling, Lo
 from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.runs.causalvae import CausalVAEState
 from causal_disent.runs.results import append_curve_point, read_curve
-from causal_disent.train import runner
+from causal_disent.train import image_stages, runner
 from causal_disent.train.causalvae_graph import (
     GRAPH_LEARNING,
     check_hand_set_adjacency,
@@ -204,12 +204,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     """Trains (or resumes), evaluates on the test split, writes the figure and
     results; returns the results dict. `mode`: runner.MODES."""
     cfg = config.causalvae
-    dataset = registry.dataset_from_config(config.data)
-    split = splits.dataset_split(dataset, config.data.split_fractions, config.data.split_seed)
+    dataset, split, batcher = image_stages.training_data(config, cfg.optim.batch_size)
     labels = dataset.labels(np.arange(dataset.num_images)).astype(np.float32)
     scaling = causalvae_run.label_scaling(config.data.name, labels[split["train"]])
     model = causalvae_run.build_model(config, dataset)
-    batcher = pipeline.EpochShuffledBatches(split["train"], cfg.optim.batch_size, seed=config.seed)
     total_steps = cfg.train.num_steps or cfg.train.num_epochs * batcher.steps_per_epoch
     init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
     objective = cfg.objective

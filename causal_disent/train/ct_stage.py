@@ -100,7 +100,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     results; returns the results dict. `mode`: runner.MODES."""
     cfg = config.ct
     dataset = registry.dataset_from_config(config.data)
-    split = splits.dataset_split(dataset, config.data.split_fractions, config.data.split_seed)
+    split = splits.configured_split(dataset, config.data)
     sampler = transitions.sampler_for(dataset, split, seed=config.seed)
     stage1_workdir = ct_run.mcqvae_workdir(config, workdir)
     mcqvae, mcqvae_params = mcqvae_run.load_trained(config, stage1_workdir, mesh, dataset)

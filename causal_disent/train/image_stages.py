@@ -1,6 +1,6 @@
-"""What the stages of image autoencoders (`mcqvae`, `vae`) share: the data, a
-training on batches of training images, an evaluation on the test split and a figure
-of test images over their reconstructions."""
+"""What the stages of image autoencoders (`mcqvae`, `vae`; `causalvae` takes its
+data from here too) share: the data, a training on batches of training images, an
+evaluation on the test split and a figure of test images over their reconstructions."""
 
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +23,7 @@ def training_data(config: ml_collections.ConfigDict, batch_size: int):
     "validation", "test": flat indices} and the training images' epoch-shuffled
     global batches of `batch_size`, seeded by `config.seed`."""
     dataset = registry.dataset_from_config(config.data)
-    split = splits.dataset_split(dataset, config.data.split_fractions, config.data.split_seed)
+    split = splits.configured_split(dataset, config.data)
     batcher = pipeline.EpochShuffledBatches(split["train"], batch_size, seed=config.seed)
     return dataset, split, batcher
 

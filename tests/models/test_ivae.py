@@ -37,9 +37,9 @@ def test_init_from_images_alone_creates_the_prior_network(tiny):
     model, images, variables = tiny
     params = variables["params"]
     assert set(params) == {"encoder", "decoder", "conditional_prior"}
-    kernels = jax.tree.map(jnp.shape, params["conditional_prior"])["mlp"]
-    assert kernels["hidden0"]["kernel"] == (3, 8)  # u one-hot over 3 shapes, prior_hidden 8
-    assert kernels["output"]["kernel"] == (8, 2 * 3)  # μ(u) and log λ(u) of d = 3 latents
+    kernels = jax.tree.map(jnp.shape, params["conditional_prior"])
+    assert kernels["hidden"]["kernel"] == (3, 8)  # u one-hot over 3 shapes, prior_hidden 8
+    assert kernels["to_latent"]["kernel"] == (8, 2 * 3)  # μ(u) and log λ(u) of d = 3 latents
 
 
 def test_encoder_and_decoder_are_the_vaes(tiny):
@@ -58,10 +58,10 @@ def test_prior_is_the_mlp_on_u_by_hand(tiny):
     model, images, variables = tiny
     u = np.eye(3, dtype=np.float32)[[2, 0]]
     mean, log_variance = model.apply(variables, u, method=model.prior)
-    mlp = jax.tree.map(np.asarray, variables["params"]["conditional_prior"]["mlp"])
-    hidden = u @ mlp["hidden0"]["kernel"] + mlp["hidden0"]["bias"]
+    mlp = jax.tree.map(np.asarray, variables["params"]["conditional_prior"])
+    hidden = u @ mlp["hidden"]["kernel"] + mlp["hidden"]["bias"]
     hidden = np.where(hidden >= 0, hidden, NEGATIVE_SLOPE * hidden)
-    out = hidden @ mlp["output"]["kernel"] + mlp["output"]["bias"]
+    out = hidden @ mlp["to_latent"]["kernel"] + mlp["to_latent"]["bias"]
     np.testing.assert_allclose(mean, out[:, :3], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(log_variance, out[:, 3:], rtol=1e-5, atol=1e-6)
     outputs = model.apply(variables, images, u)

@@ -16,37 +16,25 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from causal_disent.data.tfds_builders import reed2015
+from causal_disent.data.tfds_builders.reed2015_builder import Reed2015Builder
 
 NUM_ELEVATIONS, NUM_AZIMUTHS, NUM_CARS = 4, 24, 183
 _FOLDER = "data/cars/"
 
 
-class Cars3d(tfds.core.GeneratorBasedBuilder):
+class Cars3d(Reed2015Builder):
     """Cars3D: 183 cars x 24 azimuths x 4 elevations, 64x64x3."""
 
     name = "cars3d"
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "Initial release."}
     MANUAL_DOWNLOAD_INSTRUCTIONS = reed2015.manual_download_instructions("cars3d")
 
-    def _info(self) -> tfds.core.DatasetInfo:
-        return tfds.core.DatasetInfo(
-            builder=self,
-            description=__doc__,
-            features=tfds.features.FeaturesDict(
-                {
-                    "image": tfds.features.Image(shape=(64, 64, 3)),
-                    "label_elevation": tfds.features.ClassLabel(num_classes=NUM_ELEVATIONS),
-                    "label_azimuth": tfds.features.ClassLabel(num_classes=NUM_AZIMUTHS),
-                    "label_object": tfds.features.ClassLabel(num_classes=NUM_CARS),
-                }
-            ),
-            homepage=reed2015.ARCHIVE_URL,
-        )
-
-    def _split_generators(self, dl_manager: tfds.download.DownloadManager):
-        archive = dl_manager.manual_dir / reed2015.ARCHIVE_NAME
-        return {"train": self._generate_examples(archive)}
+    def features(self) -> dict:
+        return {
+            "image": tfds.features.Image(shape=(64, 64, 3)),
+            "label_elevation": tfds.features.ClassLabel(num_classes=NUM_ELEVATIONS),
+            "label_azimuth": tfds.features.ClassLabel(num_classes=NUM_AZIMUTHS),
+            "label_object": tfds.features.ClassLabel(num_classes=NUM_CARS),
+        }
 
     def _generate_examples(self, archive):
         names = sorted(n for n, _ in reed2015.iter_mat_files(archive, _FOLDER, "cars3d", True))

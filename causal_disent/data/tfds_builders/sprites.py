@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from causal_disent.data.tfds_builders import reed2015
+from causal_disent.data.tfds_builders.reed2015_builder import Reed2015Builder
 
 ATTRIBUTE_NAMES = ("body", "sex", "hair", "armor", "arm", "greaves", "weapon")
 ACTION_NAMES = ("spellcast", "thrust", "walk", "slash", "shoot")
@@ -40,15 +41,13 @@ _FOLDER = "data/sprites/"
 _CHARACTER_FILE = re.compile(r"sprites_(\d+)\.mat$")
 
 
-class Sprites(tfds.core.GeneratorBasedBuilder):
+class Sprites(Reed2015Builder):
     """Sprites: every frame of 5 actions x 4 views of each character, 64x64x3."""
 
     name = "sprites"
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "Initial release."}
     MANUAL_DOWNLOAD_INSTRUCTIONS = reed2015.manual_download_instructions("sprites")
 
-    def _info(self) -> tfds.core.DatasetInfo:
+    def features(self) -> dict:
         features = {"image": tfds.features.Image(shape=(64, 64, 3))}
         features.update({f"label_{n}": np.int64 for n in ATTRIBUTE_NAMES})
         features.update(
@@ -60,16 +59,7 @@ class Sprites(tfds.core.GeneratorBasedBuilder):
                 "num_frames": np.int64,
             }
         )
-        return tfds.core.DatasetInfo(
-            builder=self,
-            description=__doc__,
-            features=tfds.features.FeaturesDict(features),
-            homepage=reed2015.ARCHIVE_URL,
-        )
-
-    def _split_generators(self, dl_manager: tfds.download.DownloadManager):
-        archive = dl_manager.manual_dir / reed2015.ARCHIVE_NAME
-        return {"train": self._generate_examples(archive)}
+        return features
 
     def _generate_examples(self, archive):
         for name, data in reed2015.iter_mat_files(archive, _FOLDER, "sprites"):

@@ -1,10 +1,6 @@
 """BetaVAE score (Higgins et al., "beta-VAE: Learning basic visual concepts with a
-constrained variational framework", ICLR 2017), as disentanglement_lib.
-
-The pairs of batches are drawn for many points at once and rendered in chunks,
-which is much faster than disentanglement_lib's one point at a time and draws from
-the same distribution (not the same stream of numbers).
-"""
+constrained variational framework", ICLR 2017), as disentanglement_lib; its pairs
+of batches are drawn in bulk (see `common`)."""
 
 from __future__ import annotations
 

@@ -25,6 +25,11 @@ called on batches of `batch_size` images (disentanglement_lib uses 16 for
 MIG/DCI/SAP/modularity and the score batch of 64 for BetaVAE/FactorVAE; with a
 deterministic encoder the batch size does not change the result, so we use 64
 throughout). All randomness comes from the numpy Generator passed in.
+
+The scores built on batches that share a factor (BetaVAE, FactorVAE) draw the
+factors of many points or votes at once and render their images in chunks of
+`IMAGES_PER_CHUNK`: much faster than disentanglement_lib's one at a time, from the
+same distribution (not the same stream of numbers).
 """
 
 from __future__ import annotations

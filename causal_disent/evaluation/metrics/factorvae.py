@@ -1,10 +1,5 @@
 """FactorVAE score (Kim & Mnih, "Disentangling by factorising", ICML 2018), as
-disentanglement_lib.
-
-The fixed-factor batches are drawn for many votes at once and rendered in chunks,
-which is much faster than disentanglement_lib's one vote at a time and draws from
-the same distribution (not the same stream of numbers).
-"""
+disentanglement_lib; its fixed-factor batches are drawn in bulk (see `common`)."""
 
 from __future__ import annotations
 

@@ -11,19 +11,13 @@ from causal_disent.utils.images import images_to_unit_range
 from causal_disent.utils.sharding import batch_sharded, padded_global_batches, replicated
 
 
-def sum_over_images(batch_sums: Callable, params, dataset, indices: np.ndarray, mesh: Mesh,
-                    batch_size: int) -> dict:
-    """Σ over dataset images `indices` of `batch_sums(params, images, valid) -> {name:
-    array}`, called (jitted, batch sharded over `mesh`) on padded batches of
-    `batch_size` images in [0, 1]; `valid` [batch_size] is 1.0 for real images and
-    0.0 for the padding, which the sums must weigh out. Returns host arrays."""
-    return image_summer(batch_sums, mesh)(params, dataset, indices, batch_size)
-
-
 def image_summer(batch_sums: Callable, mesh: Mesh) -> Callable:
-    """`sum_over_images` as a function (params, dataset, indices, batch_size) that
-    compiles `batch_sums` once: what an evaluation repeated during training (a
-    learning curve) needs."""
+    """fn(params, dataset, indices, batch_size) -> Σ over dataset images `indices` of
+    `batch_sums(params, images, valid) -> {name: array}`, compiled once (an evaluation
+    repeated during training, a learning curve, reuses it) and called with the batch
+    sharded over `mesh` on padded batches of `batch_size` images in [0, 1]; `valid`
+    [batch_size] is 1.0 for real images and 0.0 for the padding, which the sums must
+    weigh out. Returns host arrays."""
     jitted = jax.jit(
         lambda params, images, valid: batch_sums(params, images_to_unit_range(images), valid),
         in_shardings=(replicated(mesh), batch_sharded(mesh), batch_sharded(mesh)),

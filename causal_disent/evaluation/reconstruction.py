@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from causal_disent.evaluation.image_sums import sum_over_images
+from causal_disent.evaluation.image_sums import image_summer
 from causal_disent.objectives.mcqvae import psnr_from_mse
 from causal_disent.utils import figures
 from causal_disent.utils.images import images_to_unit_range
@@ -14,7 +14,15 @@ from causal_disent.utils.images import images_to_unit_range
 def evaluate_reconstruction(
     model, params, dataset, indices: np.ndarray, mesh: Mesh, batch_size: int
 ) -> dict:
-    """Scores reconstructions of dataset images `indices`, sharded over `mesh`.
+    """Scores reconstructions of dataset images `indices` (`reconstruction_evaluator`'s
+    scores)."""
+    return reconstruction_evaluator(model, mesh, batch_size)(params, dataset, indices)
+
+
+def reconstruction_evaluator(model, mesh: Mesh, batch_size: int):
+    """fn(params, dataset, indices) -> scores, compiled once: scores the MCQ-VAE
+    `model`'s reconstructions of dataset images `indices` in padded batches sharded
+    over `mesh`.
 
     Returns:
       num_images; test_mse (mean over pixels and images); test_psnr, the PSNR of that
@@ -34,18 +42,24 @@ def evaluate_reconstruction(
             "code_counts": counts,
         }
 
-    totals = sum_over_images(batch_sums, params, dataset, indices, mesh, batch_size)
-    probs = totals["code_counts"] / totals["code_counts"].sum(axis=-1, keepdims=True)
-    entropy = -np.sum(np.where(probs > 0, probs * np.log(np.maximum(probs, 1e-30)), 0), axis=-1)
-    test_mse = float(totals["mse"] / len(indices))
-    return {
-        "num_images": int(len(indices)),
-        "test_mse": test_mse,
-        "test_psnr": float(-10 * np.log10(test_mse)),
-        "test_psnr_per_image_mean": float(totals["psnr"] / len(indices)),
-        "codebook_perplexity": np.exp(entropy).round(3).tolist(),
-        "codebook_usage": (totals["code_counts"] > 0).mean(axis=-1).tolist(),
-    }
+    summed = image_summer(batch_sums, mesh)
+
+    def evaluate(params, dataset, indices: np.ndarray) -> dict:
+        totals = summed(params, dataset, indices, batch_size)
+        probs = totals["code_counts"] / totals["code_counts"].sum(axis=-1, keepdims=True)
+        entropy = -np.sum(np.where(probs > 0, probs * np.log(np.maximum(probs, 1e-30)), 0),
+                          axis=-1)
+        test_mse = float(totals["mse"] / len(indices))
+        return {
+            "num_images": int(len(indices)),
+            "test_mse": test_mse,
+            "test_psnr": float(-10 * np.log10(test_mse)),
+            "test_psnr_per_image_mean": float(totals["psnr"] / len(indices)),
+            "codebook_perplexity": np.exp(entropy).round(3).tolist(),
+            "codebook_usage": (totals["code_counts"] > 0).mean(axis=-1).tolist(),
+        }
+
+    return evaluate
 
 
 def save_reconstruction_figure(model, params, images: np.ndarray, path,

@@ -52,9 +52,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         cfg.optim.learning_rate, cfg.optim.decay_rate_per_epoch, batcher.steps_per_epoch
     )
     init_rng, train_rng = jax.random.split(jax.random.key(config.seed))
+    evaluate = reconstruction.reconstruction_evaluator(model, mesh, cfg.train.eval_batch_size)
     evaluate_curve = functools.partial(
-        _evaluate_curve_point, workdir, model, dataset,
-        split["test"][: cfg.train.num_curve_images], mesh, cfg.train.eval_batch_size,
+        _evaluate_curve_point, workdir, evaluate, dataset,
+        split["test"][: cfg.train.num_curve_images],
     )
 
     steps = {"reconstruction": functools.partial(
@@ -67,8 +68,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
 
     def finish(state) -> dict:
         return image_stages.evaluate_on_test(
-            STAGE, lambda indices: reconstruction.evaluate_reconstruction(
-                model, state.params, dataset, indices, mesh, cfg.train.eval_batch_size),
+            STAGE, lambda indices: evaluate(state.params, dataset, indices),
             split["test"], cfg.train.num_eval_images)
 
     def draw_figures(state, results: dict) -> None:
@@ -91,11 +91,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     ), workdir, mesh, mode)
 
 
-def _evaluate_curve_point(workdir: Path, model, dataset, indices: np.ndarray, mesh: Mesh,
-                          batch_size: int, state, step: int) -> None:
+def _evaluate_curve_point(workdir: Path, evaluate, dataset, indices: np.ndarray,
+                          state, step: int) -> None:
     """Appends the test reconstruction scores of `state` on images `indices` (a
-    fixed set, so the point is a function of the parameters) to the curve."""
-    scores = reconstruction.evaluate_reconstruction(
-        model, state.params, dataset, indices, mesh, batch_size
-    )
+    fixed set, so the point is a function of the parameters; `evaluate` is a
+    `reconstruction_evaluator`) to the curve."""
+    scores = evaluate(state.params, dataset, indices)
     append_curve_point(workdir, STAGE, step, {k: scores[k] for k in CURVE_KEYS})

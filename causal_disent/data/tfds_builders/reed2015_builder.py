@@ -4,6 +4,7 @@ dataset info and the one split read from the archive in the manual directory."""
 
 from __future__ import annotations
 
+import abc
 import sys
 
 import tensorflow_datasets as tfds
@@ -20,8 +21,9 @@ class Reed2015Builder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "Initial release."}
 
+    @abc.abstractmethod
     def features(self) -> dict:
-        raise NotImplementedError
+        """The dataset's feature dict (names -> TFDS features)."""
 
     def _info(self) -> tfds.core.DatasetInfo:
         return tfds.core.DatasetInfo(

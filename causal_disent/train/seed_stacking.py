@@ -144,12 +144,13 @@ def write_seed_run(state, index: int, config: ml_collections.ConfigDict, stage: 
 
 def summarise_over_seeds(per_seed: list[dict]) -> dict:
     """{name: {"mean", "std", "values"}} over the seeds' results for every numeric
-    scalar they share (std with ddof 0; 0 for one seed)."""
+    scalar they share. The std is the sample std (ddof 1), as `summarize` reports it
+    over the seeds' cards; 0 for one seed."""
     names = [name for name, value in per_seed[0].items()
              if isinstance(value, (int, float)) and not isinstance(value, bool)]
     summary = {}
     for name in names:
         values = [float(results[name]) for results in per_seed]
-        summary[name] = {"mean": float(np.mean(values)), "std": float(np.std(values)),
-                         "values": values}
+        spread = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+        summary[name] = {"mean": float(np.mean(values)), "std": spread, "values": values}
     return summary

@@ -106,7 +106,7 @@ def test_the_seeds_differ_and_the_summary_is_over_them(stacked_and_single_runs):
     assert bce["values"] == per_seed
     assert per_seed[0] != per_seed[1]
     np.testing.assert_allclose(bce["mean"], np.mean(per_seed))
-    np.testing.assert_allclose(bce["std"], np.std(per_seed))
+    np.testing.assert_allclose(bce["std"], np.std(per_seed, ddof=1))
     rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     assert len(rows[-1]["loss_per_seed"]) == SEEDS
     np.testing.assert_allclose(rows[-1]["loss"], np.mean(rows[-1]["loss_per_seed"]),

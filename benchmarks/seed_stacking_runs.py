@@ -12,14 +12,14 @@ benchmarks/seed_stacking.py times the compiled step alone; this one answers what
 user waits for. Workdirs go under --root (a fresh temporary folder by default).
 
 Measured on one H100 (jax 0.11.2, 16 host cores; β-VAE :small, S = 8, vmap):
-  8 sequential runs  43.7 37 39 38.5 42 38.7 38 40.8 s: 318 s
+  8 sequential runs  43.7 36.9 39.3 38.5 41.9 38.7 38.0 40.8 s: 318 s
   one stacked run    87 s: 3.67x less wall time
   test NLL per seed  75.4 / 74.7, 73.1 / 73.5, 70.8 / 69.8, 74.3 / 74.2, 74.9 / 74.9,
                      73.1 / 73.0, 105.2 / 106.8, 75.2 / 74.2 (sequential / stacked:
                      the GPU's float rounding differs between the two programs, and
-                     over 2000 steps that moves a seed's NLL by up to 2 %)
+                     over 2000 steps that moves a seed's NLL by up to 1.5 %)
 Neither run is bound by the GPU: a stand-alone step takes 1.5 ms (S = 1) and 8.7 ms
-(S = 8) (benchmarks/seed_stacking.py), yet the runs make 145 and 54 steps/s; the
+(S = 8) (benchmarks/seed_stacking.py), yet the runs' logs show 145 and 54 steps/s; the
 rest of each step's time goes outside the compiled step (the input pipeline and the
 loop, not timed apart here).
 

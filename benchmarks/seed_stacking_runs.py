@@ -35,6 +35,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # runs from a checkout without installing the package
+
+from causal_disent.runs.seeds import seed_workdir  # noqa: E402
 
 
 def timed_run(config: str, workdir: Path, overrides: list[str]) -> float:
@@ -69,7 +72,7 @@ def main() -> None:
                   for k in range(args.seeds)]
     stacked = timed_run(args.config, root / "stacked", [f"--config.num_seeds={args.seeds}"])
     sequential_nll = [test_nll(root / f"seed_{k}") for k in range(args.seeds)]
-    stacked_nll = [test_nll(root / "stacked" / "seeds" / f"seed_{k}") for k in range(args.seeds)]
+    stacked_nll = [test_nll(seed_workdir(root / "stacked", k)) for k in range(args.seeds)]
 
     print(f"{args.config}, S = {args.seeds}, workdirs in {root}")
     print("sequential runs (s): " + " ".join(f"{s:.1f}" for s in sequential))

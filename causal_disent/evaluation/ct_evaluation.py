@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from causal_disent import ct_interventions as interventions
 from causal_disent.data import transitions
+from causal_disent.evaluation import ct_retrieval
 from causal_disent.objectives import ct as ct_objectives
 from causal_disent.runs import ct as ct_run
 from causal_disent.utils import figures
@@ -120,23 +121,93 @@ def _annotate_cells(ax, counts: np.ndarray, fractions: np.ndarray, with_fraction
         ax.text(column, row, text, ha="center", va="center", fontsize=7, color=color)
 
 
+# How the headline figure takes each action's mask and graph (`ct.train.headline`).
+HEADLINES = {
+    "most_likely": "the most likely mask and graph (edges and mask entries with "
+                   "probability > 0.5), no sampling",
+    "sample": "one Gumbel-Bernoulli draw of every mask and graph",
+}
+DEFAULT_HEADLINE = "most_likely"
+DEFAULT_NUM_DRAWS = 8
+
+
+def evaluation_settings(ct_config) -> tuple[str, int]:
+    """(headline, number of draws) of the section `ct`; a run saved before these
+    settings existed gets the defaults."""
+    train = ct_config.train
+    return (train.get("headline", DEFAULT_HEADLINE),
+            train.get("num_eval_draws", DEFAULT_NUM_DRAWS))
+
+
+def check_evaluation_settings(ct_config) -> None:
+    """Raises ValueError naming a headline or draw count that cannot be evaluated."""
+    headline, num_draws = evaluation_settings(ct_config)
+    if headline not in HEADLINES:
+        raise ValueError(
+            f"ct.train.headline must be one of {tuple(HEADLINES)}, got {headline!r}")
+    if not isinstance(num_draws, int) or num_draws < 0:
+        raise ValueError(f"ct.train.num_eval_draws must be an integer >= 0, got {num_draws!r}")
+
+
+def retrieval_scores(model, params, x_codes: np.ndarray, y_codes: np.ndarray,
+                     actions: np.ndarray, mesh: Mesh, batch_size: int, rng, *,
+                     headline: str, num_draws: int) -> dict:
+    """Action retrieval on code pairs: the headline scores (`action_retrieval_scores`
+    with the structure `headline` names, under `rng`) and, when `num_draws` > 0,
+    "draws": action and factor accuracy over that many Gumbel draws (draw d under
+    fold_in(rng, d + 1)), each {"mean", "std" (sample std), "values"}."""
+    probs = ct_retrieval.action_probabilities(model.with_structure(headline), params, x_codes,
+                                              y_codes, mesh, batch_size, rng)
+    results = {"headline": headline, "headline_structure": HEADLINES[headline],
+               **action_retrieval_scores(probs, actions)}
+    if num_draws > 0:
+        sampling = model.with_structure("sample")
+        per_draw = [action_retrieval_scores(ct_retrieval.action_probabilities(
+            sampling, params, x_codes, y_codes, mesh, batch_size,
+            jax.random.fold_in(rng, draw + 1)), actions) for draw in range(num_draws)]
+        results["draws"] = {"structure": HEADLINES["sample"], "num_draws": num_draws}
+        for key in ("action_accuracy", "factor_accuracy"):
+            values = [scores[key] for scores in per_draw]
+            results["draws"][key] = {
+                "mean": float(np.mean(values)),
+                "std": float(np.std(values, ddof=1)) if num_draws > 1 else 0.0,
+                "values": values,
+            }
+    return results
+
+
 def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, mesh,
-             batch_size, rng) -> dict:
+             batch_size, rng, headline: str = DEFAULT_HEADLINE, num_draws: int = 0) -> dict:
     """Scores the CT layer on `pairs` (a TransitionSampler set of test transitions).
 
-    Returns action retrieval scores and, for the transition under the true action:
-    node_accuracy (predicted Y codes equal to the true ones), exact_match (all nodes
-    right), decoded_mse (decoded predicted codes vs the image Y) and, as its floor,
-    reconstruction_mse (decoded true Y codes vs Y).
+    Returns `retrieval_scores` (the headline and the draws) and, for the transition
+    under the true action with the headline's structure: node_accuracy (predicted Y
+    codes equal to the true ones), exact_match (all nodes right), decoded_mse
+    (decoded predicted codes vs the image Y) and, as its floor, reconstruction_mse
+    (decoded true Y codes vs Y).
     """
+    codes = {name: ct_retrieval.encode_images(encode, mcqvae_params, dataset,
+                                              pairs[f"{name}_index"], mesh, batch_size)
+             for name in ("x", "y")}
+    results = {"num_pairs": len(pairs["action"])}
+    results.update(retrieval_scores(model, params, codes["x"], codes["y"], pairs["action"],
+                                    mesh, batch_size, rng, headline=headline,
+                                    num_draws=num_draws))
+    results.update(_transition_scores(model.with_structure(headline), params, mcqvae,
+                                      mcqvae_params, dataset, pairs, codes, mesh,
+                                      batch_size, rng))
+    return results
+
+
+def _transition_scores(model, params, mcqvae, mcqvae_params, dataset, pairs, codes, mesh,
+                       batch_size, rng) -> dict:
+    """`evaluate`'s scores of the transition under the true action."""
     latent = mcqvae.code_grid_shape(dataset.image_shape)
 
     @functools.partial(jax.jit, out_shardings=replicated(mesh))
     def score(params, mcq_params, x_codes, y_codes, action, y_images, rng):
-        rngs = {"gumbel": rng, "noise": rng}
-        every = model.apply({"params": params}, x_codes, rngs=rngs, method=model.all_actions)
-        probs = jax.nn.softmax(ct_objectives.action_scores(every["logits"], y_codes), axis=-1)
-        true = model.apply({"params": params}, x_codes, action, rngs=rngs)
+        true = model.apply({"params": params}, x_codes, action,
+                           rngs={"gumbel": rng, "noise": rng})
         predicted = jnp.argmax(true["logits"], axis=-1).astype(jnp.int32)
         target = images_to_unit_range(y_images)
 
@@ -145,47 +216,40 @@ def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, me
             return mcqvae.apply({"params": mcq_params}, grid, method=mcqvae.decode_codes)
 
         return {
-            "probs": probs,
             "node_correct": jnp.mean(predicted == y_codes, axis=-1),
             "decoded_mse": jnp.mean((decode(predicted) - target) ** 2, axis=(1, 2, 3)),
             "reconstruction_mse": jnp.mean((decode(y_codes) - target) ** 2, axis=(1, 2, 3)),
         }
 
-    num_pairs = len(pairs["action"])
     collected = []
-    batches = padded_global_batches(num_pairs, batch_size, mesh, lambda index: {
-        "x": dataset.images(pairs["x_index"][index]),
-        "y": dataset.images(pairs["y_index"][index]),
-        "action": pairs["action"][index],
+    batches = padded_global_batches(len(pairs["action"]), batch_size, mesh, lambda index: {
+        "x_codes": codes["x"][index], "y_codes": codes["y"][index],
+        "action": pairs["action"][index], "y": dataset.images(pairs["y_index"][index]),
     })
     for start, batch, keep in batches:
-        out = score(
-            params, mcqvae_params, encode(mcqvae_params, batch["x"]),
-            encode(mcqvae_params, batch["y"]), batch["action"], batch["y"],
-            jax.random.fold_in(rng, start),
-        )
+        out = score(params, mcqvae_params, batch["x_codes"], batch["y_codes"], batch["action"],
+                    batch["y"], jax.random.fold_in(rng, start))
         collected.append(jax.tree.map(lambda v: np.asarray(v)[:keep], out))
     merged = {k: np.concatenate([c[k] for c in collected]) for k in collected[0]}
-    results = {"num_pairs": num_pairs}
-    results.update(action_retrieval_scores(merged["probs"], pairs["action"]))
-    results.update({
+    return {
         "node_accuracy": float(merged["node_correct"].mean()),
         "exact_match": float(np.mean(merged["node_correct"] == 1.0)),
         "decoded_mse": float(merged["decoded_mse"].mean()),
         "reconstruction_mse": float(merged["reconstruction_mse"].mean()),
-    })
-    return results
+    }
 
 
 def evaluate_on_test(config, model, params, mcqvae, mcqvae_params, encode, dataset, sampler,
                      mesh: Mesh) -> dict:
     """`evaluate` on a run's fixed set of test transitions (`ct.train.num_eval_pairs`),
-    with the run's evaluation key."""
+    with the run's evaluation key, headline and draws."""
     cfg = config.ct
+    headline, num_draws = evaluation_settings(cfg)
     return evaluate(
         model=model, params=params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
         encode=encode, dataset=dataset, pairs=sampler.fixed_set("test", cfg.train.num_eval_pairs),
         mesh=mesh, batch_size=cfg.train.eval_batch_size, rng=ct_run.stage_rngs(config)[2],
+        headline=headline, num_draws=num_draws,
     )
 
 

@@ -28,6 +28,13 @@ from causal_disent.models.graph import CausalGraphSampler, InterventionMask
 from causal_disent.models.transition_gnn import BACKENDS, TransitionGNN
 
 NOISE_MODES = ("off", "exo", "node")
+# How the mask and the graph are taken from their probabilities: a Gumbel-Bernoulli
+# draw (training, and evaluation's draws), or the most likely value (the headline).
+STRUCTURES = ("sample", "most_likely")
+# What replaces the graph after it is taken, to test whether it carries information:
+# nothing; its edges placed uniformly at random (same count per example); every
+# edge; no edge (each node then hears only itself and the context nodes).
+GRAPH_ABLATIONS = ("none", "shuffled", "full", "empty")
 
 
 def check_ct_config(model_config) -> None:
@@ -37,6 +44,10 @@ def check_ct_config(model_config) -> None:
         raise ValueError(
             f"ct.model.noise must be one of {NOISE_MODES}, got {model_config.noise!r}"
         )
+    for name, choices in (("structure", STRUCTURES), ("graph_ablation", GRAPH_ABLATIONS)):
+        value = getattr(model_config, name, choices[0])
+        if value not in choices:
+            raise ValueError(f"the CT layer's {name} must be one of {choices}, got {value!r}")
     if model_config.gnn_backend not in BACKENDS:
         raise ValueError(
             f"ct.model.gnn_backend must be one of {BACKENDS}, got {model_config.gnn_backend!r}"
@@ -66,8 +77,10 @@ class CausalTransition(nn.Module):
     dropout when `train`), "noise" (exogenous noise when noise != "off").
 
     N, K and A (`num_nodes`, `num_codes`, `num_actions`) come from the MCQ-VAE and the
-    dataset; every other field is a key of the config section `ct.model`, which holds
-    their values. `check_ct_config` checks them when the layer is constructed.
+    dataset; `structure` and `graph_ablation` are evaluation choices, set with
+    `with_structure` on a built layer (they change no parameter); every other field
+    is a key of the config section `ct.model`, which holds their values.
+    `check_ct_config` checks them when the layer is constructed.
     """
 
     num_nodes: int
@@ -80,6 +93,8 @@ class CausalTransition(nn.Module):
     noise: str
     gnn_backend: str
     gnn_root_weight: bool
+    structure: str = "sample"
+    graph_ablation: str = "none"
 
     def __post_init__(self):
         check_ct_config(self)
@@ -87,8 +102,9 @@ class CausalTransition(nn.Module):
 
     def setup(self):
         self.positions = jnp.asarray(sinusoidal_positions(self.num_nodes, self.num_codes))
-        self.intervention_mask = InterventionMask(self.num_actions, self.num_codes)
-        self.graph_sampler = CausalGraphSampler(self.num_actions, self.graph_hidden)
+        most_likely = self.structure == "most_likely"
+        self.intervention_mask = InterventionMask(self.num_actions, self.num_codes, most_likely)
+        self.graph_sampler = CausalGraphSampler(self.num_actions, self.graph_hidden, most_likely)
         self.gnn = TransitionGNN(
             num_codes=self.num_codes, num_actions=self.num_actions, hidden=self.gnn_hidden,
             num_layers=self.gnn_layers, backend=self.gnn_backend,
@@ -98,6 +114,11 @@ class CausalTransition(nn.Module):
     @property
     def null_action(self) -> int:
         return self.num_actions
+
+    def with_structure(self, structure: str, graph_ablation: str = "none") -> "CausalTransition":
+        """This layer taking its mask and graph as `structure` says, the graph then
+        replaced as `graph_ablation` says; the same parameters apply."""
+        return self.clone(parent=None, structure=structure, graph_ablation=graph_ablation)
 
     def node_features(self, codes: jax.Array, train: bool) -> jax.Array:
         """One-hot of each node's code plus its (dropped-out) positional embedding:
@@ -201,6 +222,8 @@ class CausalTransition(nn.Module):
             action_logits = self.graph_sampler.network_logits(features, action)
         edge_logits = self.graph_sampler.combine(mask["mask"], action_logits, null_logits)
         graph = self.graph_sampler.sample(edge_logits)
+        if self.graph_ablation != "none":
+            graph["adjacency"] = self._ablated(graph["adjacency"])
         if noise is None:
             gnn_features, noise_node = self.exogenous_noise(features)
         else:  # shared across the tiled actions so every action sees the same noise
@@ -212,6 +235,18 @@ class CausalTransition(nn.Module):
             graph["edge_probs"] * graph["adjacency"], noise_node, action_groups=action_groups,
         )
         return {"logits": logits, "edge_logits": edge_logits, **mask, **graph}
+
+    def _ablated(self, adjacency: jax.Array) -> jax.Array:
+        """`adjacency` [B, N, N] replaced as `graph_ablation` says."""
+        if self.graph_ablation == "full":
+            return jnp.ones_like(adjacency)
+        if self.graph_ablation == "empty":
+            return jnp.zeros_like(adjacency)
+        # "shuffled": each example's N² entries permuted at random, so the density
+        # (and the edge count) stays the learned graph's and only the placement goes.
+        flat = adjacency.reshape(adjacency.shape[0], -1)
+        shuffled = jax.random.permutation(self.make_rng("gumbel"), flat, axis=1, independent=True)
+        return shuffled.reshape(adjacency.shape)
 
 
 def check_actions(action: jax.Array, num_actions: int) -> None:

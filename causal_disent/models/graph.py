@@ -8,7 +8,10 @@ Graph convention (the paper's, used everywhere in this library):
 
 Actions are int32 [B] in [0, A]; the value A is the "no action" ∅. There are A + 1
 pair networks, network index A being the ∅ network. Randomness comes only from the
-flax RNG stream "gumbel" (straight-through Gumbel-Bernoulli samples, τ = 1).
+flax RNG stream "gumbel" (straight-through Gumbel-Bernoulli samples, τ = 1); with
+`most_likely` set, both modules take the most likely value instead (1 where the
+probability exceeds 0.5) and draw nothing: the deterministic structure that
+evaluation reports as its headline.
 
 Shapes: B batch, N latent nodes, K codes per codebook, A actions, F node-feature size,
 P positional-embedding size, H hidden width of the pair MLPs.
@@ -53,10 +56,12 @@ class InterventionMask(nn.Module):
     Attributes:
       num_actions: A (the ∅ action is index A, so there are A + 1 action rows).
       num_codes: K.
+      most_likely: take 1[p_i > 0.5] instead of a Gumbel-Bernoulli sample.
     """
 
     num_actions: int
     num_codes: int
+    most_likely: bool = False
 
     @nn.compact
     def __call__(
@@ -72,8 +77,9 @@ class InterventionMask(nn.Module):
           dict with
             mask_logits: [B, N] logit of p_i (for every action, ∅ included),
             mask_probs: [B, N] σ(mask_logits), 0 where the action is ∅,
-            mask: [B, N] straight-through Gumbel-Bernoulli sample (τ = 1) in {0, 1},
-              exactly 0 with no gradient where the action is ∅.
+            mask: [B, N] straight-through Gumbel-Bernoulli sample (τ = 1) in {0, 1}
+              (1[p_i > 0.5] when `most_likely`), exactly 0 with no gradient where
+              the action is ∅.
         """
         batch, num_nodes = codes.shape
         chex.assert_shape(action, (batch,))
@@ -97,7 +103,7 @@ class InterventionMask(nn.Module):
         ]
 
         is_null_action = (action == self.num_actions)[:, None]  # [B, 1]
-        sample = gumbel.straight_through_bernoulli(self.make_rng("gumbel"), mask_logits)
+        sample = _hard_bernoulli(self, mask_logits, self.most_likely)
         # jnp.where, not a product, so ∅ rows carry neither a value nor a gradient.
         mask = jnp.where(is_null_action, 0.0, sample)
         mask_probs = jnp.where(is_null_action, 0.0, jax.nn.sigmoid(mask_logits))
@@ -128,10 +134,12 @@ class CausalGraphSampler(nn.Module):
     Attributes:
       num_actions: A (network A is the ∅ network).
       hidden: H, the pair MLP's hidden width (800 in the paper).
+      most_likely: `sample` takes 1[σ(α) > 0.5] instead of drawing the graph.
     """
 
     num_actions: int
     hidden: int
+    most_likely: bool = False
 
     @nn.compact
     def network_logits(self, node_features: jax.Array, network: jax.Array) -> jax.Array:
@@ -194,18 +202,17 @@ class CausalGraphSampler(nn.Module):
         return row_mask * action_logits + (1.0 - row_mask) * null_logits
 
     def sample(self, edge_logits: jax.Array) -> dict[str, jax.Array]:
-        """Samples the causal graph M ~ Bernoulli(σ(α)) (straight-through, τ = 1).
+        """Samples the causal graph M ~ Bernoulli(σ(α)) (straight-through, τ = 1),
+        or takes its most likely value when `most_likely`.
 
         Args:
           edge_logits: [B, N, N] α.
         Returns:
           dict with edge_probs [B, N, N] σ(α) and adjacency [B, N, N] in {0, 1}
           (adjacency[b, i, j] = 1: j is a parent of i), whose gradient is the
-          relaxed sample's. Uses the "gumbel" RNG stream.
+          relaxed sample's. Uses the "gumbel" RNG stream unless `most_likely`.
         """
-        adjacency = gumbel.straight_through_bernoulli(
-            self.make_rng("gumbel"), edge_logits
-        )
+        adjacency = _hard_bernoulli(self, edge_logits, self.most_likely)
         return {"edge_probs": jax.nn.sigmoid(edge_logits), "adjacency": adjacency}
 
     def __call__(
@@ -227,6 +234,14 @@ class CausalGraphSampler(nn.Module):
             self.network_logits(node_features, null_network),
         )
         return {"edge_logits": edge_logits, **self.sample(edge_logits)}
+
+
+def _hard_bernoulli(module: nn.Module, logits: jax.Array, most_likely: bool) -> jax.Array:
+    """{0, 1} values of Bernoulli(σ(logits)): the most likely one, or a
+    straight-through sample from `module`'s "gumbel" stream."""
+    if most_likely:
+        return gumbel.bernoulli_mode(logits)
+    return gumbel.straight_through_bernoulli(module.make_rng("gumbel"), logits)
 
 
 def _pair_readout(

@@ -74,6 +74,19 @@ def straight_through_bernoulli(
     return relaxed + jax.lax.stop_gradient(hard - relaxed)
 
 
+def bernoulli_mode(logits: jax.Array) -> jax.Array:
+    """The most likely value of Bernoulli(σ(logits)): 1. where σ(l) > 0.5 (l > 0),
+    else 0. (ties go to 0). No randomness and no gradient: an evaluation-time
+    stand-in for `straight_through_bernoulli`.
+
+    Args:
+      logits: [...] Bernoulli logits.
+    Returns:
+      [...] float values in {0, 1}.
+    """
+    return jax.lax.stop_gradient((logits > 0).astype(jnp.result_type(logits, jnp.float32)))
+
+
 def bernoulli_log_prob(logits: jax.Array, values: jax.Array) -> jax.Array:
     """log Bernoulli(values; σ(logits)), elementwise.
 

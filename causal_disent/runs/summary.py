@@ -45,9 +45,18 @@ def _mcqvae(results: dict) -> str:
 
 
 def _ct(results: dict) -> str:
-    return (f"test action accuracy {results['action_accuracy']:.3f} "
+    text = (f"test action accuracy {results['action_accuracy']:.3f} "
             f"(chance {results['action_chance']:.3f}), factor accuracy "
             f"{results['factor_accuracy']:.3f} (chance {results['factor_chance']:.3f})")
+    if "headline" in results:  # runs evaluated before the headline was named have none
+        text += f", {results['headline'].replace('_', ' ')} structure"
+    draws = results.get("draws")
+    if draws:
+        text += (f"; over {draws['num_draws']} Gumbel draws "
+                 f"{draws['action_accuracy']['mean']:.3f} ± {draws['action_accuracy']['std']:.3f}"
+                 f" / {draws['factor_accuracy']['mean']:.3f} ± "
+                 f"{draws['factor_accuracy']['std']:.3f}")
+    return text
 
 
 def _causalvae(results: dict) -> str:

@@ -165,3 +165,57 @@ def test_out_of_range_action_is_a_clear_error(model_and_params):
     model, params = model_and_params
     with pytest.raises(ValueError, match=r"action indices must be in \[0, 4\]"):
         model.apply({"params": params}, codes_batch()["x_codes"], jnp.full(B, 7, jnp.int32), rngs={"gumbel": jax.random.key(1)})
+
+
+def test_most_likely_structure_thresholds_the_probabilities_and_draws_nothing(model_and_params):
+    """The headline's structure: mask and graph are 1[probability > 0.5], the same
+    under any key, while the sampling layer's draws follow the key."""
+    model, params = model_and_params
+    codes, action = codes_batch()["x_codes"], jnp.arange(B, dtype=jnp.int32) % A
+    most_likely = model.with_structure("most_likely")
+
+    def run(layer, seed):
+        return layer.apply({"params": params}, codes, action,
+                           rngs={"gumbel": jax.random.key(seed)})
+
+    first, second = run(most_likely, 1), run(most_likely, 2)
+    for key in ("mask", "adjacency", "logits"):
+        np.testing.assert_array_equal(first[key], second[key])
+    np.testing.assert_array_equal(first["mask"], (first["mask_probs"] > 0.5).astype(np.float32))
+    np.testing.assert_array_equal(first["adjacency"],
+                                  (first["edge_probs"] > 0.5).astype(np.float32))
+    # Same parameters, same probabilities: only how the structure is taken differs.
+    sampled = [run(model, seed) for seed in (1, 2)]
+    np.testing.assert_allclose(sampled[0]["mask_probs"], first["mask_probs"], rtol=1e-6)
+    assert not np.array_equal(sampled[0]["adjacency"], sampled[1]["adjacency"])
+
+
+@pytest.mark.parametrize("ablation", ["shuffled", "full", "empty"])
+def test_graph_ablations_replace_the_graph(model_and_params, ablation):
+    model, params = model_and_params
+    codes, action = codes_batch()["x_codes"], jnp.arange(B, dtype=jnp.int32) % A
+    rngs = {"gumbel": jax.random.key(3)}
+    learned = model.with_structure("most_likely").apply({"params": params}, codes, action,
+                                                         rngs=rngs)
+    ablated = model.with_structure("most_likely", ablation).apply({"params": params}, codes,
+                                                                  action, rngs=rngs)
+    np.testing.assert_array_equal(ablated["mask"], learned["mask"])  # only the graph moves
+    adjacency = np.asarray(ablated["adjacency"])
+    if ablation == "full":
+        assert np.all(adjacency == 1.0)
+    elif ablation == "empty":
+        assert np.all(adjacency == 0.0)
+    else:  # each example keeps its edge count, placed elsewhere
+        np.testing.assert_array_equal(adjacency.sum(axis=(1, 2)),
+                                      np.asarray(learned["adjacency"]).sum(axis=(1, 2)))
+        assert not np.array_equal(adjacency, learned["adjacency"])
+        assert set(np.unique(adjacency)) <= {0.0, 1.0}
+    assert float(jnp.abs(ablated["logits"] - learned["logits"]).max()) > 1e-6
+
+
+def test_unknown_structure_or_ablation_is_a_clear_error(model_and_params):
+    model, _ = model_and_params
+    with pytest.raises(ValueError, match=r"structure must be one of \('sample', 'most_likely'\)"):
+        model.with_structure("mode")
+    with pytest.raises(ValueError, match="graph_ablation must be one of"):
+        model.with_structure("sample", "random")

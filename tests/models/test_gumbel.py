@@ -100,3 +100,10 @@ def test_bernoulli_kl_to_uniform_is_finite_at_large_logits():
     np.testing.assert_allclose(kl, [np.log(2.0)] * 2, rtol=1e-6)
     grad = jax.grad(lambda l: gumbel.bernoulli_kl_to_uniform(l).sum())(logits)
     assert np.all(np.isfinite(np.asarray(grad)))
+
+
+def test_bernoulli_mode_is_the_most_likely_value_without_gradient():
+    logits = jnp.array([-3.0, -1e-3, 0.0, 1e-3, 5.0])
+    np.testing.assert_array_equal(gumbel.bernoulli_mode(logits), [0.0, 0.0, 0.0, 1.0, 1.0])
+    grad = jax.grad(lambda l: gumbel.bernoulli_mode(l).sum())(logits)
+    np.testing.assert_array_equal(grad, np.zeros(5))

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from causal_disent import ct_interventions as interventions
-from causal_disent.data import registry
+from causal_disent.data import registry, splits, transitions
 from causal_disent.runs import checkpoint
 from causal_disent.runs import metrics_log
 from causal_disent.runs.config_file import read_config
@@ -56,6 +56,45 @@ def test_two_stage_run_writes_results_metrics_and_figures(two_stage_run):
     assert len(ct["per_action_accuracy"]) == 12
     assert [point["step"] for point in ct["curve"]] == [0, 3, 6]
     assert all(0 <= point["action_accuracy"] <= 1 for point in ct["curve"])
+    # The headline is named, and the draws sit beside it (curve points too).
+    assert ct["headline"] == "most_likely" and "probability > 0.5" in ct["headline_structure"]
+    draws = ct["draws"]
+    assert draws["num_draws"] == 2 and "Gumbel" in draws["structure"]
+    for key in ("action_accuracy", "factor_accuracy"):
+        values = draws[key]["values"]
+        assert len(values) == 2 and draws[key]["mean"] == pytest.approx(np.mean(values))
+        assert draws[key]["std"] == pytest.approx(np.std(values, ddof=1))
+        assert all(f"{key}_draws_{stat}" in point for point in ct["curve"]
+                   for stat in ("mean", "std"))
+
+
+def test_headline_does_not_move_with_the_evaluation_key(two_stage_run):
+    """Two evaluations of one checkpoint under different keys give the same headline
+    (no draw enters it); the draws depend on the key alone."""
+    from causal_disent.evaluation import ct_evaluation
+    from causal_disent.evaluation.ct_retrieval import make_encoder
+    from causal_disent.runs import ct as ct_run
+    from causal_disent.runs import mcqvae as mcqvae_run
+
+    workdir, _ = two_stage_run
+    config, mesh = read_config(workdir), stages.make_data_mesh()
+    dataset = registry.dataset_from_config(config.data)
+    mcqvae, mcqvae_params = mcqvae_run.load_trained(config, workdir, mesh, dataset)
+    model, params = ct_run.load_trained(config, workdir, mesh, dataset)
+    sampler = transitions.sampler_for(dataset, splits.configured_split(dataset, config.data),
+                                      seed=config.seed)
+
+    def evaluate(seed):
+        return ct_evaluation.evaluate(
+            model=model, params=params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
+            encode=make_encoder(mcqvae, mesh), dataset=dataset,
+            pairs=sampler.fixed_set("test", 10), mesh=mesh, batch_size=4,
+            rng=jax.random.key(seed), num_draws=2)
+
+    first, second, again = evaluate(1), evaluate(2), evaluate(1)
+    headline = {key: value for key, value in first.items() if key != "draws"}
+    assert headline == {key: value for key, value in second.items() if key != "draws"}
+    assert first["draws"] == again["draws"]
 
 
 def test_stage_one_stays_frozen_during_stage_two(two_stage_run):

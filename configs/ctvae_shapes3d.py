@@ -4,11 +4,11 @@ Run (paper sizes, embedded procedural data, no download):
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py --workdir=W
 Run the variant sized for a 2-core CPU:
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py:small --workdir=W
-Measured on 2 cores: stage 1 in 8 minutes to a test PSNR of 25.2 dB; both stages
-in 49 minutes (peak memory 3.2 GB) to a test action accuracy of 0.714 and factor
-accuracy of 0.803 (chance 0.083 / 0.167; floor and wall hue 1.0, the other actions
-0.37-0.69). A variant with a cosine learning-rate decay and 5200 stage-2 steps took
-53.5 minutes (peak 3.7 GB) and reached 0.676 / 0.779 (see _make_small).
+Measured on 2 idle cores (one codebook, N = 64): stage 1 in 21 minutes to a test
+PSNR of 26.1 dB; both stages in 34 minutes (peak memory 1.4 GB) to a test action
+accuracy of 0.832 and factor accuracy of 0.858 (2000 pairs, most likely mask and
+graph; 0.803 / 0.847 over 8 Gumbel draws; chance 0.083 / 0.167; floor, wall and
+object hue 0.99-1.00, scale, shape and orientation 0.53-0.87).
 The paper reports 0.83 / 0.90 on the real Shapes3D with the base config.
 Smoke-test an installation in about a minute (tiny networks, a few steps; also what
 the tests run):
@@ -16,9 +16,9 @@ the tests run):
 Override any field:  --config.mcqvae.optim.learning_rate=1e-3
 
 Reproduce on one GPU (`:gpu`: paper model sizes with the authors' one codebook,
-about 40 minutes of an H100, see `_make_gpu`) as a series of commands of at most 10 minutes each, e.g. on preemptible
-machines sharing the directory W. Install a CUDA jax once
-(`.venv/bin/pip install -U "jax[cuda12]"`), then run
+about 40 minutes of an H100, see `_make_gpu`) as a series of commands of at most
+10 minutes each, e.g. on preemptible machines sharing the directory W. Install a
+CUDA jax once (`.venv/bin/pip install -U "jax[cuda12]"`), then run
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py:gpu --workdir=W --max_minutes=9
 and run that same command again while it exits with status 3 ("paused: stage ...
 at step ...; rerun the same command to continue"); status 0 means both stages are
@@ -156,7 +156,7 @@ def _add_ct_stage(config: ml_collections.ConfigDict) -> None:
     # image of the dataset once into WORKDIR/code_cache and reads codes by index;
     # "encode" runs the encoder on each batch's images; "auto" caches when training
     # would encode more images than the dataset holds and the cache fits in
-    # code_cache_max_gb (the paper's 100 epochs: yes; :small's 4800 steps: no).
+    # code_cache_max_gb (the paper's 100 epochs: yes; :small's 7200 steps: no).
     train.code_source = "auto"
     train.code_cache_batch_size = 256  # images per encoder call while building it
     train.code_cache_max_gb = 4.0

@@ -38,7 +38,9 @@ def test_tiny_run_from_the_command_line_with_overrides(tmp_path):
     assert re.search(r"^  mcqvae +test PSNR \d+\.\d\d dB, MSE \d\.\d{4}, codebook perplexity "
                      r"\d+\.\d +\d+m\d\ds$", out, re.MULTILINE), out
     assert re.search(r"^  ct +test action accuracy \d\.\d{3} \(chance 0\.083\), factor "
-                     r"accuracy \d\.\d{3} \(chance 0\.167\) +\d+m\d\ds$", out, re.MULTILINE), out
+                     r"accuracy \d\.\d{3} \(chance 0\.167\), most likely structure; over 2 "
+                     r"Gumbel draws \d\.\d{3} ± \d\.\d{3} / \d\.\d{3} ± \d\.\d{3} +\d+m\d\ds$",
+                     out, re.MULTILINE), out
     assert f"tensorboard --logdir {workdir}" in out
     # No third-party noise: no INFO lines (the TPU probe, Orbax's chatter), no untrue
     # "Given directory is read only" warning when stage 2 restores stage 1.

@@ -174,13 +174,13 @@ def save_stage_figures(config, model, params, mcqvae, mcqvae_params, dataset, sp
         title = f"CT-VAE stage 2 on {config.data.name}: test transitions"
         if "action_accuracy_draws_mean" in results["curve"][-1]:
             keys += [f"{key}_draws_mean" for key in keys]
-            title += (f"\n{results.get('headline', 'headline').replace('_', ' ')} structure; "
-                      "_draws_mean: the mean over Gumbel draws")
+            title += (f"\n{results.get('headline', 'headline').replace('_', ' ')} "
+                      "structure; *_draws_mean: mean over Gumbel draws")
         curves.save_learning_curve(
             results["curve"], keys, figures_dir / "ct_learning_curve.png",
             chance={"action_accuracy": results["action_chance"],
                     "factor_accuracy": results["factor_chance"]},
-            title=title,
+            title=title, ylabel="accuracy",
         )
 
 

@@ -1,6 +1,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from causal_disent import models
 from configs import ctvae_shapes3d
@@ -35,25 +36,30 @@ def init_shapes(model_config, batch=2):
     return params, outputs
 
 
-def test_paper_size_shapes_and_parameter_count():
+@pytest.mark.parametrize("num_codebooks", [1, 4])
+def test_paper_size_shapes_and_parameter_count(num_codebooks):
+    """The CT-VAE authors' one codebook (the default) and their stand-alone
+    MCQ-VAE's four: the same parameter count, C codebooks of D/C channels."""
     model_config = ctvae_shapes3d.get_config().mcqvae.model
+    assert model_config.num_codebooks == 1
+    model_config.num_codebooks = num_codebooks
     params, outputs = init_shapes(model_config)
     count = sum(p.size for p in jax.tree.leaves(params))
     assert count == expected_parameter_count(model_config, 3)
     # At the authors' sizes (models/conv.py) the MCQ-VAE has ≈ 10.1 M parameters.
     assert abs(count - 10.1e6) < 0.05e6
-    assert params["quantizer"]["codebooks"].shape == (4, 64, 32)
+    assert params["quantizer"]["codebooks"].shape == (num_codebooks, 64, 128 // num_codebooks)
     assert outputs["latents"].shape == (2, 8, 8, 128)
-    assert outputs["codes"].shape == (2, 4, 8, 8)
+    assert outputs["codes"].shape == (2, num_codebooks, 8, 8)
     assert outputs["reconstruction"].shape == (2, 64, 64, 3)
-    assert outputs["perplexity"].shape == outputs["usage"].shape == (4,)
+    assert outputs["perplexity"].shape == outputs["usage"].shape == (num_codebooks,)
 
 
 def test_small_variant_parameter_count():
     model_config = ctvae_shapes3d.get_config("small").mcqvae.model
     params, outputs = init_shapes(model_config)
     assert sum(p.size for p in jax.tree.leaves(params)) == expected_parameter_count(model_config, 3)
-    assert outputs["codes"].shape == (2, 4, 8, 8)
+    assert outputs["codes"].shape == (2, 1, 8, 8)  # N = 64 causal variables
 
 
 def test_codes_round_trip_matches_forward_pass():

@@ -43,8 +43,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     model = config.vae.model = ml_collections.ConfigDict()
     model.latent_sizes = (6, 4)  # n_1 (bottom, decoded) ... n_L
     model.ladder_hidden = (256, 128)  # one width per layer
-    for name in ("encoder_widths", "encoder_hidden", "decoder_widths", "decoder_hidden",
-                 "likelihood"):
+    for name in ("encoder_widths", "encoder_kernel_sizes", "encoder_hidden",
+                 "decoder_widths", "decoder_hidden", "likelihood", "weight_init"):
         model[name] = conv[name]  # the study's network (the variant's sizes)
     if arg == "tiny":
         model.latent_sizes = (2, 1)

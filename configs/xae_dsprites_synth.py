@@ -15,12 +15,20 @@ from configs import ae_dsprites_synth
 
 
 def with_xblock(config: ml_collections.ConfigDict, arg: str | None) -> ml_collections.ConfigDict:
-    """`config` (a VAE-family config) with the XBlock section `vae.model.xblock`."""
+    """`config` (a VAE-family config) with the XBlock section `vae.model.xblock`, as the
+    paper's authors' code builds it (GiuliaLanzillotta/CausalAE, models/layers.py
+    `VecSCM`, experiments/utils.py; models/xblock.py says what each field does)."""
     block = config.vae.model.xblock = ml_collections.ConfigDict()
     block.unit_size = 1  # dimensions per causal unit
-    block.hidden = 4 if arg == "tiny" else 32  # each f_i: an MLP of this width
-    block.num_hidden_layers = 1
-    block.temperature = 1.0  # τ of the Gumbel-sigmoid mask
+    block.hidden = 4 if arg == "tiny" else 10  # each f_i: an MLP of this width ...
+    block.num_hidden_layers = 2  # ... and depth,
+    block.output_activation = True  # with Mish on its output too
+    block.temperature = 1.0  # τ₀ of the Gumbel-sigmoid mask, annealed:
+    block.temperature_schedule = "exponential"  # τ = max(τ₀·exp(−0.01·step), 0.01)
+    block.temperature_decay = 0.01
+    block.min_temperature = 0.01
+    block.mask_noise = "gumbel"  # one Gumbel(0, 1) draw per gate
+    block.mask_init = "normal"  # gate logits start standard normal
     # None: any predecessor may be a parent; else an n x n 0/1 matrix (j < i only).
     block.allowed_parents = None
     return config

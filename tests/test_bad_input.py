@@ -67,6 +67,12 @@ CASES = [
     ("negative consistency weight", MAIN, ["--config=configs/xae_dsprites_synth.py:tiny",
      "--workdir={w}", "--config.vae.consistency.invariance_weight=-1"],
      r"vae.consistency.invariance_weight must be >= 0, got -1"),
+    ("unknown kernel spec", MAIN,
+     [VAE, "--workdir={w}", "--config.vae.model.encoder_kernel_sizes=(4,4,2)"],
+     r"vae.model.encoder_kernel_sizes must give one positive whole kernel side per encoder "
+     r"convolution \(2, "),
+    ("unknown initialiser", MAIN, [VAE, "--workdir={w}", "--config.vae.model.weight_init=he"],
+     r"vae.model.weight_init must be one of \('glorot_uniform', 'lecun_normal'\), got 'he'"),
     ("negative time budget", MAIN, [CT, "--workdir={w}", "--max_minutes=-1"],
      r"--max_minutes=-1: -1.0 is not a non-negative number"),
     ("stray argument", MAIN, [CT, "--workdir={w}", "extra"],

@@ -3,24 +3,36 @@
 EQV[m, i] and SCN[i], each 1 − a normalised error, and their heat maps.
 
 With base samples N (hybrid samples of the test images' encodings: each unit from a
-different image), responses R(N) = E(σ(D(N))) (objectives/consistency.py), for each
-noise unit m an intervention I_m setting N_m to unit m of another image's encoding,
-σ_i² the variance of unit i of the encodings and U_m = E (v − N_m)² / σ_m² the
-intervention's size in those units:
+different image), responses R(N) = E(σ(D(N))) (objectives/consistency.py), and for
+each noise unit m an intervention I_m setting N_m to v, unit m of another image's
+encoding, two normalisations (`SCORINGS`):
+
+"authors" (the default), as the paper's authors' code computes them
+(GiuliaLanzillotta/CausalAE, metrics/LatentInvariance.py `noise_invariance`,
+`noise_equivariance`, `self_consistency`): unsquared errors, s_i the standard
+deviation of R(N)_i and U_m = E |v − N_m| the mean intervention size,
+
+  INV[m, i] = 1 − E |R(I_m N)_i − R(N)_i| / s_i / U_m
+  EQV[m, i] = 1 − E ‖X(I_m R(N))_i − X(R(I_m N))_i‖ / U_m
+  SCN[i]    = clip(1 − E |R(N)_i − N_i| / s_i, 0, 1)
+
+(EQV without the standard deviation, as that code's default leaves it.)
+
+"variance", this project's earlier reading of the paper's garbled normalisation:
+squared errors over the variance σ_i² of unit i of the encodings, U_m = E (v − N_m)²
+/ σ_m², the equivariance pairing X(I_m R(I_m N)) against X(I_m N) over s_i² the total
+variance of causal unit i over X(N), and no clip:
 
   INV[m, i] = 1 − E (R(I_m N)_i − R(N)_i)² / σ_i² / U_m
   EQV[m, i] = 1 − E ‖X(I_m R(I_m N))_i − X(I_m N)_i‖² / s_i² / U_m
   SCN[i]    = 1 − E (R(N)_i − N_i)² / σ_i²
 
-X the XBlock (identity without one) and s_i² the total variance of causal unit i
-over X(N). The paper prints these with its normalisation partly lost; this is our
-reading, chosen so that the scores are unit-free: 1 is perfect, and 0 is a response
-that moved as much as an independent redraw (for INV off the diagonal) or as much as
-the intervention itself. On the diagonal, INV near 0 means unit m registers its
-intervention and near 1 that the unit is collapsed (the paper's reading); EQV's
-diagonal compares the re-imposed unit with itself through X, so it is 1 but for the
-unit's parents. A unit whose encodings do not vary (σ² = 0) cannot be intervened on:
-its row is NaN, and the means skip it. The mask of an XBlock is its mean-field value.
+X is the XBlock (identity without one), its mask the mean-field value. 1 is
+perfect; 0 a response that moved as much as the intervention itself. On the
+diagonal, INV near 0 means unit m registers its intervention and near 1 that the
+unit is collapsed (the paper's reading); the off-diagonal mean is the paper's INV,
+EQV's mean is over every entry. A unit whose encodings do not vary cannot be
+intervened on: its row is NaN, and the means skip it.
 """
 
 import functools
@@ -46,11 +58,17 @@ def batched(fn, inputs: np.ndarray, batch_size: int) -> np.ndarray:
     return np.concatenate(outputs)
 
 
+SCORINGS = ("authors", "variance")
+
+
 def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
-                       batch_size: int = 256) -> dict:
-    """The scores on `images` [T, H, W, ch] (uint8 or [0, 1] floats): {"inv" [n][n],
-    "eqv" [n][n], "scn" [n], "inv_off_diagonal", "inv_diagonal", "eqv_mean",
-    "scn_mean", "num_samples"} (nested lists and floats, NaN where undefined)."""
+                       batch_size: int = 256, scoring: str = "authors") -> dict:
+    """The scores on `images` [T, H, W, ch] (uint8 or [0, 1] floats), normalised as
+    `scoring` (`SCORINGS`): {"inv" [n][n], "eqv" [n][n], "scn" [n],
+    "inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean", "num_samples",
+    "scoring"} (nested lists and floats, NaN where undefined)."""
+    if scoring not in SCORINGS:
+        raise ValueError(f"the consistency scoring must be one of {SCORINGS}, got {scoring!r}")
     # The parameters are an argument, not a constant folded into each compiled function.
     encode = functools.partial(jax.jit(
         lambda p, x: model.apply({"params": p}, x, method=model.encode)[0]), params)
@@ -63,31 +81,33 @@ def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
     count, units = encodings.shape
     rng = np.random.default_rng(seed)
     noise = np.take_along_axis(encodings, rng.integers(0, count, encodings.shape), axis=0)
-    variance = encodings.var(axis=0)
-    valid = variance > 0
-    safe_variance = np.where(valid, variance, 1.0)
+    valid = encodings.var(axis=0) > 0
 
     def run(fn, inputs):
         return batched(fn, inputs.astype(np.float32), batch_size).astype(np.float64)
 
     plain = run(respond, noise)
-    base_causes = run(cause, noise)
-    cause_variance = base_causes.var(axis=0).sum(axis=-1)
-    safe_cause_variance = np.where(cause_variance > 0, cause_variance, 1.0)
-    scn = 1 - ((plain - noise) ** 2).mean(axis=0) / safe_variance
+    score = _AuthorsScores(plain) if scoring == "authors" else _VarianceScores(
+        encodings, run(cause, noise))
     inv = np.full((units, units), np.nan)
     eqv = np.full((units, units), np.nan)
     for unit in np.flatnonzero(valid):
         values = encodings[rng.integers(0, count, count), unit]
         intervened = noise.copy()
         intervened[:, unit] = values
-        size = ((values - noise[:, unit]) ** 2).mean() / variance[unit]
         after = run(respond, intervened)
-        inv[unit] = 1 - ((after - plain) ** 2).mean(axis=0) / safe_variance / size
-        reimposed = after.copy()
-        reimposed[:, unit] = values
-        moved = ((run(cause, reimposed) - run(cause, intervened)) ** 2).sum(axis=-1)
-        eqv[unit] = 1 - moved.mean(axis=0) / safe_cause_variance / size
+        inv[unit] = score.invariance(after, plain, values - noise[:, unit], unit)
+        if scoring == "authors":  # X(I_m R(N)) against X(R(I_m N))
+            first = plain.copy()
+            first[:, unit] = values
+            second = after
+        else:  # X(I_m R(I_m N)) against X(I_m N)
+            first = after.copy()
+            first[:, unit] = values
+            second = intervened
+        eqv[unit] = score.equivariance(run(cause, first), run(cause, second),
+                                       values - noise[:, unit], unit)
+    scn = score.self_consistency(plain, noise)
     scn[~valid] = np.nan
     off_diagonal = ~np.eye(units, dtype=bool)
     return {
@@ -97,7 +117,55 @@ def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
         "eqv_mean": float(np.nanmean(eqv)),
         "scn_mean": float(np.nanmean(scn)),
         "num_samples": int(count),
+        "scoring": scoring,
     }
+
+
+def _safe(scale: np.ndarray) -> np.ndarray:
+    """`scale` with its zeros (a unit that never moves) replaced by 1."""
+    return np.where(scale > 0, scale, 1.0)
+
+
+class _AuthorsScores:
+    """The "authors" normalisation: unsquared errors over the response's standard
+    deviation s_i (ddof 1, as torch.std) and the mean intervention size."""
+
+    def __init__(self, plain: np.ndarray):
+        self.response_std = _safe(plain.std(axis=0, ddof=1))
+
+    def invariance(self, after, plain, shift, unit):
+        del unit  # the size is the intervention's, whichever unit
+        return 1 - np.abs(after - plain).mean(axis=0) / self.response_std / np.abs(shift).mean()
+
+    def equivariance(self, first, second, shift, unit):
+        del unit
+        moved = np.sqrt(((first - second) ** 2).sum(axis=-1))  # ‖·‖ over each unit
+        return 1 - moved.mean(axis=0) / np.abs(shift).mean()
+
+    def self_consistency(self, plain, noise):
+        return np.clip(1 - np.abs(plain - noise).mean(axis=0) / self.response_std, 0, 1)
+
+
+class _VarianceScores:
+    """The "variance" normalisation: squared errors over the encodings' variance σ²
+    and the intervention's size in the intervened unit's variance."""
+
+    def __init__(self, encodings: np.ndarray, base_causes: np.ndarray):
+        self.variance = _safe(encodings.var(axis=0))
+        self.cause_variance = _safe(base_causes.var(axis=0).sum(axis=-1))
+
+    def size(self, shift, unit):
+        return (shift ** 2).mean() / self.variance[unit]
+
+    def invariance(self, after, plain, shift, unit):
+        return 1 - ((after - plain) ** 2).mean(axis=0) / self.variance / self.size(shift, unit)
+
+    def equivariance(self, first, second, shift, unit):
+        moved = ((first - second) ** 2).sum(axis=-1)
+        return 1 - moved.mean(axis=0) / self.cause_variance / self.size(shift, unit)
+
+    def self_consistency(self, plain, noise):
+        return 1 - ((plain - noise) ** 2).mean(axis=0) / self.variance
 
 
 # A gate at or above this mean-field value counts as an edge of the XBlock's graph.

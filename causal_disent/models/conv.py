@@ -62,15 +62,13 @@ class UpsampleConv(nn.Module):
     """
 
     features: int
+    # The kernel is stored [4, 4, in, out]: fan-in 16·in, fan-out 16·out.
+    kernel_init: Callable = nn.initializers.lecun_normal(in_axis=(0, 1, 2), out_axis=3)
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         in_features = x.shape[-1]
-        kernel = self.param(
-            "kernel",
-            nn.initializers.lecun_normal(in_axis=(0, 1, 2), out_axis=3),
-            (4, 4, in_features, self.features),
-        )
+        kernel = self.param("kernel", self.kernel_init, (4, 4, in_features, self.features))
         bias = self.param("bias", nn.initializers.zeros, (self.features,))
         y = jax.lax.conv_general_dilated(
             x, subpixel_kernel(kernel).astype(x.dtype), window_strides=(1, 1),
@@ -80,14 +78,22 @@ class UpsampleConv(nn.Module):
 
 
 def downsample_stack(
-    x: jax.Array, widths: Sequence[int], activation: Callable[[jax.Array], jax.Array]
+    x: jax.Array,
+    widths: Sequence[int],
+    activation: Callable[[jax.Array], jax.Array],
+    kernel_sizes: Sequence[int] | None = None,
+    kernel_init: Callable = nn.linear.default_kernel_init,
 ) -> jax.Array:
-    """A 4×4 stride-2 convolution to each of `widths` in turn, each followed by
-    `activation`: [B, H, W, ch] -> [B, H/2^d, W/2^d, widths[-1]], d = len(widths).
-    Called inside a compact `__call__`, so its layers (down0, down1, ...) belong to
-    that module."""
-    for i, width in enumerate(widths):
-        x = activation(nn.Conv(width, (4, 4), strides=(2, 2), name=f"down{i}")(x))
+    """A stride-2 convolution ('SAME' padding) to each of `widths` in turn, each
+    followed by `activation`: [B, H, W, ch] -> [B, H/2^d, W/2^d, widths[-1]],
+    d = len(widths). Layer i's kernel is k×k, k = kernel_sizes[i] (4 for every layer
+    when None). Called inside a compact `__call__`, so its layers (down0, down1, ...)
+    belong to that module."""
+    kernel_sizes = kernel_sizes or (4,) * len(widths)
+    for i, (width, size) in enumerate(zip(widths, kernel_sizes, strict=True)):
+        conv = nn.Conv(width, (size, size), strides=(2, 2), kernel_init=kernel_init,
+                       name=f"down{i}")
+        x = activation(conv(x))
     return x
 
 
@@ -96,14 +102,18 @@ def upsample_stack(
     widths: Sequence[int],
     channels: int,
     activation: Callable[[jax.Array], jax.Array],
+    kernel_init: Callable | None = None,
 ) -> jax.Array:
     """A 2× upsampling to each of `widths` in turn, each followed by `activation`, then
     one more to `channels` outputs with no activation: [B, h, w, F] ->
-    [B, h·2^(d+1), w·2^(d+1), channels], d = len(widths). Called inside a compact
-    `__call__`, so its layers (up0, up1, ..., to_image) belong to that module."""
+    [B, h·2^(d+1), w·2^(d+1), channels], d = len(widths). `kernel_init` (None:
+    UpsampleConv's LeCun normal) initialises every [4, 4, in, out] kernel. Called inside
+    a compact `__call__`, so its layers (up0, up1, ..., to_image) belong to that
+    module."""
+    init = {} if kernel_init is None else {"kernel_init": kernel_init}
     for i, width in enumerate(widths):
-        x = activation(UpsampleConv(width, name=f"up{i}")(x))
-    return UpsampleConv(channels, name="to_image")(x)
+        x = activation(UpsampleConv(width, name=f"up{i}", **init)(x))
+    return UpsampleConv(channels, name="to_image", **init)(x)
 
 
 class ResidualBlock(nn.Module):

@@ -34,6 +34,14 @@ def logistic_noise(
     return jnp.log(uniform) - jnp.log1p(-uniform)
 
 
+def gumbel_noise(rng: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
+    """Standard Gumbel noise −log(−log u), u ~ U(0, 1), always finite."""
+    uniform = jax.random.uniform(
+        rng, shape, dtype=dtype, minval=jnp.finfo(dtype).tiny, maxval=1.0
+    )
+    return -jnp.log(-jnp.log(uniform))
+
+
 def relaxed_bernoulli(
     rng: jax.Array, logits: jax.Array, temperature: float = 1.0
 ) -> jax.Array:

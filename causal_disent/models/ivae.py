@@ -4,6 +4,11 @@ conditioned on an observed auxiliary variable u (a segment, a class),
 
     p(z | u) = N(μ(u), diag λ(u)),  μ and log λ by an MLP on u,
 
+or, as the iVAE authors' code has it (ilkhem/iVAE, models/nets.py: `prior_mean` a
+fixed zero, `logl` an MLP of three linear layers), N(0, diag λ(u)) with only log λ
+learned: `PRIOR_MEANS`. The image IVAE takes either (`prior_mean`,
+`prior_hidden_layers`); its configs the authors'.
+
 which makes the latents identifiable up to permutation and componentwise
 transformations when u modulates their distributions enough (ibid. Theorem 1 and
 its conditions). Two networks, both with that prior (`conditional_gaussian_prior`):
@@ -22,6 +27,8 @@ its conditions). Two networks, both with that prior (`conditional_gaussian_prior
 
 The losses are objectives/ivae.py's.
 """
+
+import dataclasses
 
 import flax.linen as nn
 import jax
@@ -57,6 +64,26 @@ def conditional_gaussian_prior(hidden: int, num_latents: int) -> GaussianHead:
     return GaussianHead(hidden, num_latents, activation=leaky_relu)
 
 
+# p(z | u)'s mean: "zero" (the authors' code: only the variance depends on u) or
+# "learned" μ(u) beside log λ(u) (this project's first reading of the paper's §3).
+PRIOR_MEANS = ("zero", "learned")
+
+
+class ZeroMeanPrior(nn.Module):
+    """p(z | u) = N(0, diag λ(u)): u [B, n] -> (zeros, log λ(u)), each [B, d], log λ
+    by an MLP of `num_hidden_layers` leaky-ReLU layers of `hidden` units."""
+
+    hidden: int
+    num_hidden_layers: int
+    num_latents: int
+
+    @nn.compact
+    def __call__(self, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
+        log_variance = LeakyReluMLP(self.hidden, self.num_hidden_layers, self.num_latents,
+                                    name="log_variance")(auxiliary)
+        return jnp.zeros_like(log_variance), log_variance
+
+
 def check_auxiliary(auxiliary: jax.Array, auxiliary_size: int) -> None:
     """ValueError unless `auxiliary` is [B, auxiliary_size]."""
     if auxiliary.ndim != 2 or auxiliary.shape[-1] != auxiliary_size:
@@ -75,10 +102,22 @@ class IVAE(VAE):
 
     prior_hidden: int
     auxiliary_size: int
+    # What a config written before these fields meant: μ(u) learned, one hidden layer.
+    prior_mean: str = dataclasses.field(default="learned", kw_only=True)
+    prior_hidden_layers: int = dataclasses.field(default=1, kw_only=True)
 
     def __post_init__(self):
         if self.prior_hidden < 1:
             raise ValueError(f"vae.model.prior_hidden must be positive, got {self.prior_hidden}")
+        if self.prior_mean not in PRIOR_MEANS:
+            raise ValueError(f"vae.model.prior_mean must be one of {PRIOR_MEANS}, got "
+                             f"{self.prior_mean!r}")
+        if self.prior_hidden_layers < 1:
+            raise ValueError(f"vae.model.prior_hidden_layers must be positive, got "
+                             f"{self.prior_hidden_layers}")
+        if self.prior_mean == "learned" and self.prior_hidden_layers != 1:
+            raise ValueError("vae.model.prior_hidden_layers must be 1 with prior_mean "
+                             "'learned' (its μ(u), log λ(u) head has one hidden layer)")
         if self.auxiliary_size < 1:
             raise ValueError(f"the auxiliary variable u (vae.auxiliary.factor) needs at least "
                              f"one value, got {self.auxiliary_size}")
@@ -86,7 +125,12 @@ class IVAE(VAE):
 
     def setup(self):
         super().setup()
-        self.conditional_prior = conditional_gaussian_prior(self.prior_hidden, self.num_latents)
+        if self.prior_mean == "zero":
+            self.conditional_prior = ZeroMeanPrior(self.prior_hidden, self.prior_hidden_layers,
+                                                   self.num_latents)
+        else:
+            self.conditional_prior = conditional_gaussian_prior(self.prior_hidden,
+                                                                self.num_latents)
 
     def prior(self, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
         """u [B, n] -> (mean, log-variance) of p(z | u), each [B, d]."""

@@ -30,7 +30,7 @@ sizes of configs/laddervae_dsprites_synth.py (its docstring records the per-laye
 Variances are carried as log-variances, as in models/vae.py.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import flax.linen as nn
 import jax
@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from causal_disent.models.vae import (
+    KERNEL_INITS,
     GaussianHead,
     ImageDecoder,
     check_vae_config,
@@ -89,17 +90,21 @@ class BottomUpLadder(nn.Module):
     encoder_hidden: int
     hidden_widths: Sequence[int]
     latent_sizes: Sequence[int]
+    kernel_sizes: Sequence[int] | None = None
+    kernel_init: Callable = nn.linear.default_kernel_init
 
     @nn.compact
     def __call__(self, images: jax.Array) -> list[tuple[jax.Array, jax.Array]]:
-        deterministic = nn.relu(encode_to_vector(images, self.encoder_widths,
-                                                 self.encoder_hidden, self.hidden_widths[0],
-                                                 nn.relu))
+        deterministic = nn.relu(encode_to_vector(
+            images, self.encoder_widths, self.encoder_hidden, self.hidden_widths[0],
+            nn.relu, self.kernel_sizes, self.kernel_init))
         likelihoods = []
         for layer, (width, size) in enumerate(zip(self.hidden_widths, self.latent_sizes)):
             if layer > 0:
-                deterministic = nn.relu(nn.Dense(width, name=f"step{layer}")(deterministic))
-            estimate = nn.Dense(2 * size, name=f"likelihood{layer}")(deterministic)
+                deterministic = nn.relu(nn.Dense(width, kernel_init=self.kernel_init,
+                                                 name=f"step{layer}")(deterministic))
+            estimate = nn.Dense(2 * size, kernel_init=self.kernel_init,
+                                name=f"likelihood{layer}")(deterministic)
             likelihoods.append(tuple(jnp.split(estimate, 2, axis=-1)))
         return likelihoods
 
@@ -122,6 +127,9 @@ class LadderVAE(nn.Module):
     decoder_hidden: int
     image_shape: tuple[int, int, int]
     likelihood: str = "bernoulli"  # models/vae.LIKELIHOODS
+    # As models/vae.VAE's: None / "lecun_normal" are a config written before them.
+    encoder_kernel_sizes: Sequence[int] | None = None
+    weight_init: str = "lecun_normal"  # a key of models/vae.KERNEL_INITS
 
     def __post_init__(self):
         check_ladder_vae_config(self, self.image_shape)
@@ -133,13 +141,15 @@ class LadderVAE(nn.Module):
         return int(sum(self.latent_sizes))
 
     def setup(self):
+        kernel_init = KERNEL_INITS[self.weight_init]
         self.bottom_up = BottomUpLadder(self.encoder_widths, self.encoder_hidden,
-                                        self.ladder_hidden, self.latent_sizes)
+                                        self.ladder_hidden, self.latent_sizes,
+                                        self.encoder_kernel_sizes, kernel_init)
         # priors[l] is p(z_l | z_{l+1}) for l < L − 1; the top layer's prior is N(0, I).
-        self.priors = [GaussianHead(width, size) for width, size in
-                       zip(self.ladder_hidden[:-1], self.latent_sizes[:-1])]
+        self.priors = [GaussianHead(width, size, kernel_init=kernel_init)
+                       for width, size in zip(self.ladder_hidden[:-1], self.latent_sizes[:-1])]
         self.decoder = ImageDecoder(self.decoder_widths, self.decoder_hidden,
-                                        tuple(self.image_shape))
+                                    tuple(self.image_shape), kernel_init)
 
     def ladder_pass(self, images: jax.Array, noise: jax.Array) -> dict[str, jax.Array]:
         """The inference pass with noise ε [B, Σ n_l] (bottom layer first): top-down,
@@ -178,9 +188,11 @@ class LadderVAE(nn.Module):
         outputs = self.ladder_pass(images, jnp.zeros((images.shape[0], self.num_latents)))
         return outputs["posterior_mean"], outputs["posterior_log_variance"]
 
-    def decode(self, latents: jax.Array) -> jax.Array:
+    def decode(self, latents: jax.Array, step: jax.Array | None = None) -> jax.Array:
         """Latents [B, Σ n_l] (bottom layer first) -> logits [B, H, W, ch] of
-        p(x | z_1)'s pixel means: only the bottom layer's n_1 columns are read."""
+        p(x | z_1)'s pixel means: only the bottom layer's n_1 columns are read. `step`
+        is VAE.decode's (for an XBlock's schedule); the LadderVAE has no XBlock."""
+        del step
         if latents.ndim != 2 or latents.shape[-1] != self.num_latents:
             raise ValueError(f"latents must be [B, {self.num_latents}]; got shape "
                              f"{latents.shape}")

@@ -6,14 +6,26 @@ order:
 
     Z_i = f_i(M_i ⊙ Z_<i, N_i),   i = 1 … n
 
-f_i is an MLP (Mish activations, the paper's nonlinearity) and M_i ∈ [0, 1]^(i−1)
-a mask over the predecessors, learned through its logits α: in training a binary
-Gumbel-sigmoid (binary concrete) sample σ((α + L) / τ), L ~ Logistic(0, 1) (Jang
-et al., "Categorical Reparameterization with Gumbel-Softmax", ICLR 2017; models/
-gumbel.py), whose noise sharpens the mask towards {0, 1}; out of training (no "mask"
-rng given) its mean-field value σ(α / τ). Each causal unit has `unit_size`
-dimensions (the paper's "units consisting of multiple dimensions"); each noise unit
-is one dimension.
+f_i is an MLP with Mish activations (the paper's nonlinearity) and M_i ∈ [0, 1]^(i−1)
+a mask over the predecessors, learned through its logits α. In training the mask is
+a binary relaxed sample σ((α + ε) / τ) (Jang et al., "Categorical Reparameterization
+with Gumbel-Softmax", ICLR 2017; models/gumbel.py), one per batch; out of training
+(no "mask" rng given) its mean-field value σ(α / τ). Each causal unit has
+`unit_size` dimensions (the paper's "units consisting of multiple dimensions"); each
+noise unit is one dimension.
+
+The paper's authors' code (GiuliaLanzillotta/CausalAE, models/layers.py `VecSCM`,
+experiments/utils.py) fixes what the paper leaves open, and the XAE configs follow
+it: ε one Gumbel(0, 1) draw per gate (`mask_noise`), α starting standard normal
+(`mask_init`), τ annealed as max(τ₀·exp(−0.01·step), 0.01) so that the gates are
+near-hard after about 460 steps, the paper's "weight sharpening"
+(`temperature_schedule`), and f_i with two hidden layers of 10 and Mish on its output
+too (`hidden`, `num_hidden_layers`, `output_activation`). A field's default is what a
+config written before the field existed meant: Logistic ε, α from zero, a constant
+τ, no output activation.
+
+The step reaches the block as an argument (`__call__(noise, step)`); without one τ is
+the schedule's last value (its floor), which is what evaluation uses.
 
 `structural_map` applies every f_i once to a given Z (the block's one-step map,
 whose Jacobian the tests check: ∂Z_i/∂Z_j = 0 where M_ij = 0 or j ≥ i); `__call__`
@@ -27,6 +39,13 @@ import jax.numpy as jnp
 from causal_disent.models import gumbel
 
 MASK_RNG = "mask"  # the rng stream of the training-time mask samples
+# τ(step): "constant" τ₀; "exponential" max(τ₀·exp(−decay·step), min_temperature).
+TEMPERATURE_SCHEDULES = ("constant", "exponential")
+# ε of the relaxed mask σ((α + ε) / τ): one Gumbel(0, 1) draw (the authors' code) or
+# one Logistic(0, 1) draw (the binary Gumbel-softmax: a difference of two Gumbels).
+MASK_NOISES = ("gumbel", "logistic")
+# α's initialiser: standard normal (the authors' code) or zeros (every gate at ½).
+MASK_INITS = {"normal": nn.initializers.normal(1.0), "zeros": nn.initializers.zeros}
 
 
 def check_xblock_config(block_config, num_units: int) -> None:
@@ -39,9 +58,17 @@ def check_xblock_config(block_config, num_units: int) -> None:
         if getattr(block_config, name) < 1:
             raise ValueError(f"vae.model.xblock.{name} must be positive, got "
                              f"{getattr(block_config, name)}")
-    if not block_config.temperature > 0:
-        raise ValueError(f"vae.model.xblock.temperature must be > 0, got "
-                         f"{block_config.temperature}")
+    for name in ("temperature", "min_temperature", "temperature_decay"):
+        value = getattr(block_config, name, 1.0)
+        if not value > 0:
+            raise ValueError(f"vae.model.xblock.{name} must be > 0, got {value}")
+    choices = (("temperature_schedule", TEMPERATURE_SCHEDULES, "constant"),
+               ("mask_noise", MASK_NOISES, "logistic"), ("mask_init", tuple(MASK_INITS), "zeros"))
+    for name, allowed_values, before in choices:
+        value = getattr(block_config, name, before)
+        if value not in allowed_values:
+            raise ValueError(f"vae.model.xblock.{name} must be one of {allowed_values}, got "
+                             f"{value!r}")
     allowed = getattr(block_config, "allowed_parents", None)
     if allowed is None:
         return
@@ -64,18 +91,27 @@ class XBlock(nn.Module):
     """Noise N [B, n] -> causal units Z [B, n·unit_size] (unit i in columns
     i·unit_size … (i + 1)·unit_size − 1).
 
-    Fields: num_units n (the encoder's latent size), unit_size, hidden and
-    num_hidden_layers (each f_i's MLP), temperature τ of the mask's relaxation, and
-    allowed_parents: None (every predecessor may be a parent) or an n x n 0/1 tuple of
-    tuples, 1 where parent j < i may feed unit i (M_ij is 0 elsewhere: a known or
-    hypothesised graph, in the block's order).
+    Fields: num_units n (the encoder's latent size), unit_size, hidden,
+    num_hidden_layers and output_activation (each f_i's MLP: Mish after every hidden
+    layer, and after the output when output_activation), the temperature τ₀ of the
+    mask's relaxation and its `temperature_schedule` (with temperature_decay and
+    min_temperature), `mask_noise`, `mask_init`, and allowed_parents: None (every
+    predecessor may be a parent) or an n x n 0/1 tuple of tuples, 1 where parent j < i
+    may feed unit i (M_ij is 0 elsewhere: a known or hypothesised graph, in the
+    block's order).
     """
 
     num_units: int
     unit_size: int = 1
     hidden: int = 32
     num_hidden_layers: int = 1
+    output_activation: bool = False
     temperature: float = 1.0
+    temperature_schedule: str = "constant"
+    temperature_decay: float = 0.01
+    min_temperature: float = 0.01
+    mask_noise: str = "logistic"
+    mask_init: str = "zeros"
     allowed_parents: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self):
@@ -85,7 +121,7 @@ class XBlock(nn.Module):
     def setup(self):
         n, size, hidden = self.num_units, self.unit_size, self.hidden
         # α_ij, the logit of parent j's mask in unit i's input; only j < i is used.
-        self.mask_logits = self.param("mask_logits", nn.initializers.zeros, (n, n))
+        self.mask_logits = self.param("mask_logits", MASK_INITS[self.mask_init], (n, n))
         # The n MLPs as stacked weights (unit axis first), so that one einsum runs them
         # all: input n·size masked parents + 1 noise value.
         init = nn.initializers.lecun_normal(batch_axis=(0,))
@@ -95,14 +131,29 @@ class XBlock(nn.Module):
         self.biases = [self.param(f"bias{k}", nn.initializers.zeros, (n, fan_out))
                        for k, fan_out in enumerate(widths[1:])]
 
-    def parent_mask(self) -> jax.Array:
+    def temperature_at(self, step: jax.Array | int | None = None) -> jax.Array | float:
+        """τ at training step `step`; None (evaluation) is the schedule's last value."""
+        if self.temperature_schedule == "constant":
+            return self.temperature
+        if step is None:
+            return self.min_temperature
+        annealed = self.temperature * jnp.exp(-self.temperature_decay * jnp.asarray(step))
+        return jnp.maximum(annealed, self.min_temperature)
+
+    def parent_mask(self, step: jax.Array | int | None = None) -> jax.Array:
         """M [n, n] (M_ij is parent j's gate into unit i), zero off `parent_support`: a
-        Gumbel-sigmoid sample when a "mask" rng is given, else σ(α / τ)."""
+        relaxed sample σ((α + ε) / τ) when a "mask" rng is given, else σ(α / τ); τ of
+        `step` (`temperature_at`)."""
+        temperature = self.temperature_at(step)
         if self.has_rng(MASK_RNG):
-            mask = gumbel.relaxed_bernoulli(self.make_rng(MASK_RNG), self.mask_logits,
-                                            self.temperature)
+            rng = self.make_rng(MASK_RNG)
+            if self.mask_noise == "gumbel":
+                noise = gumbel.gumbel_noise(rng, self.mask_logits.shape)
+                mask = jax.nn.sigmoid((self.mask_logits + noise) / temperature)
+            else:
+                mask = gumbel.relaxed_bernoulli(rng, self.mask_logits, temperature)
         else:
-            mask = jax.nn.sigmoid(self.mask_logits / self.temperature)
+            mask = jax.nn.sigmoid(self.mask_logits / temperature)
         return mask * self.parent_support()
 
     def parent_support(self) -> jax.Array:
@@ -123,16 +174,17 @@ class XBlock(nn.Module):
         hidden = inputs
         for k, (kernel, bias) in enumerate(zip(self.kernels, self.biases)):
             hidden = jnp.einsum("bif,ifo->bio", hidden, kernel) + bias
-            if k < len(self.kernels) - 1:
+            if k < len(self.kernels) - 1 or self.output_activation:
                 hidden = jax.nn.mish(hidden)
         return hidden
 
-    def __call__(self, noise: jax.Array) -> jax.Array:
-        """N [B, n] -> Z [B, n·unit_size], one mask for the whole batch."""
+    def __call__(self, noise: jax.Array, step: jax.Array | int | None = None) -> jax.Array:
+        """N [B, n] -> Z [B, n·unit_size], one mask for the whole batch, its τ that of
+        training step `step` (None: the schedule's last value)."""
         if noise.ndim != 2 or noise.shape[-1] != self.num_units:
             raise ValueError(f"the XBlock's noise must be [B, {self.num_units}]; got shape "
                              f"{noise.shape}")
-        mask = self.parent_mask()
+        mask = self.parent_mask(step)
         causes = jnp.zeros((noise.shape[0], self.num_units, self.unit_size), noise.dtype)
         # Step i fixes unit i: its parents j < i are already final, so n steps solve
         # the triangular system exactly.

@@ -51,6 +51,12 @@ from causal_disent.objectives.vae_terms import (
 from causal_disent.utils.images import images_to_unit_range
 
 
+# The batch key under which the training step hands a loss the train state's step
+# (train/vae_stage.vae_train_step): an XBlock's mask temperature follows it. A batch
+# without it (evaluation, tests) decodes at the schedule's last temperature.
+TRAIN_STEP = "train_step"
+
+
 def sampled_terms(params: dict, batch: dict, rng: jax.Array, model: nn.Module) -> dict:
     """One pass with a reparameterised sample: {mean, log_variance, z [B, d],
     reconstruction [B] (−log p(x | z)), kl [B, d] (per latent)}."""
@@ -59,7 +65,7 @@ def sampled_terms(params: dict, batch: dict, rng: jax.Array, model: nn.Module) -
     mean, log_variance = model.apply(variables, images, method=model.encode)
     latents = reparameterise(rng, mean, log_variance)
     # An XBlock's mask is sampled from its own stream (models without one ignore it).
-    logits = model.apply(variables, latents, method=model.decode,
+    logits = model.apply(variables, latents, batch.get(TRAIN_STEP), method=model.decode,
                          rngs={MASK_RNG: jax.random.fold_in(rng, 1)})
     return {
         "mean": mean, "log_variance": log_variance, "z": latents,
@@ -82,7 +88,8 @@ def autoencoder_loss(params: dict, batch: dict, rng: jax.Array, *,
     images = images_to_unit_range(batch["image"])
     variables = {"params": params}
     mean, _ = model.apply(variables, images, method=model.encode)
-    logits = model.apply(variables, mean, method=model.decode, rngs={MASK_RNG: rng})
+    logits = model.apply(variables, mean, batch.get(TRAIN_STEP), method=model.decode,
+                         rngs={MASK_RNG: rng})
     reconstruction = jnp.mean(pixel_nll(model.likelihood, logits, images))
     return reconstruction, {"reconstruction": reconstruction}
 

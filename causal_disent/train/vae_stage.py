@@ -28,6 +28,7 @@ from causal_disent.evaluation import consistency_scores, curves, vae_evaluation
 from causal_disent.models.vae import check_discriminator_config
 from causal_disent.objectives import consistency
 from causal_disent.objectives.vae import (
+    TRAIN_STEP,
     bind_loss,
     check_objective_config,
     is_variational,
@@ -55,10 +56,12 @@ TRAINS_MANY_SEEDS = True  # config.num_seeds > 1 is supported (train/seed_stacki
 
 def vae_train_step(state, batch: dict, rng: jax.Array, *, loss_fn) -> tuple:
     """`train_step` on `loss_fn`, with `step=state.step` bound first if the loss
-    declares it: a loss's schedule reads the step from the state, never the batch."""
+    declares it: a loss's schedule reads the step from the state. The step also rides
+    in the batch (objectives/vae.TRAIN_STEP) for what every loss passes on without
+    declaring it: an XBlock's temperature, the consistency weights' warm-up."""
     if takes_argument(loss_fn, "step"):
         loss_fn = functools.partial(loss_fn, step=state.step)
-    return train_step(state, batch, rng, loss_fn=loss_fn)
+    return train_step(state, {**batch, TRAIN_STEP: state.step}, rng, loss_fn=loss_fn)
 
 
 def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> None:

@@ -27,30 +27,36 @@ class LinearResponse(nn.Module):
         mean = jnp.log(pixels) - jnp.log1p(-pixels)
         return mean @ jnp.asarray(self.mixing, jnp.float32), jnp.zeros_like(mean)
 
-    def decode(self, latents):
+    def decode(self, latents, step=None):
         return latents.reshape(latents.shape[0], 1, 1, -1)
 
     def __call__(self, images):
         return self.decode(self.encode(images)[0])
 
 
-def scores_for(mixing, count=400):
+def scores_for(mixing, count=400, scoring="variance"):
     sources = np.random.default_rng(0).normal(size=(count, len(mixing)))
     images = (1 / (1 + np.exp(-sources))).reshape(count, 1, 1, -1).astype(np.float32)
     model = LinearResponse(tuple(map(tuple, mixing)))
     encodings = (sources @ np.asarray(mixing))
     return consistency_scores.consistency_scores(model, {}, images, seed=1,
-                                                 batch_size=64), encodings
+                                                 batch_size=64, scoring=scoring), encodings
 
 
-def test_a_perfectly_consistent_autoencoder_scores_one_off_the_diagonal():
-    scores, _ = scores_for(np.eye(3))
-    np.testing.assert_allclose(scores["inv"], 1 - np.eye(3), atol=1e-4)  # diagonal: responsive
+@pytest.mark.parametrize("scoring", consistency_scores.SCORINGS)
+def test_a_perfectly_consistent_autoencoder_scores_one_off_the_diagonal(scoring):
+    scores, _ = scores_for(np.eye(3), scoring=scoring)
+    inv = np.asarray(scores["inv"])
+    np.testing.assert_allclose(inv[~np.eye(3, dtype=bool)], 1, atol=1e-4)
+    # The diagonal registers the intervention: 0, but for the authors' normalisation,
+    # whose response std is the 400 samples' (1 − 1/s_m).
+    diagonal_tolerance = 1e-4 if scoring == "variance" else 0.05
+    np.testing.assert_allclose(np.diag(inv), 0, atol=diagonal_tolerance)
     np.testing.assert_allclose(scores["eqv"], np.ones((3, 3)), atol=1e-4)
     np.testing.assert_allclose(scores["scn"], np.ones(3), atol=1e-4)
     assert scores["inv_off_diagonal"] == pytest.approx(1, abs=1e-4)
-    assert scores["inv_diagonal"] == pytest.approx(0, abs=1e-4)
-    assert scores["num_samples"] == 400
+    assert scores["inv_diagonal"] == pytest.approx(0, abs=diagonal_tolerance)
+    assert scores["num_samples"] == 400 and scores["scoring"] == scoring
 
 
 def test_a_mixing_response_loses_invariance_by_its_share():
@@ -63,6 +69,54 @@ def test_a_mixing_response_loses_invariance_by_its_share():
     assert scores["inv"][0][1] < 0.95
     # Self-consistency: R(N) − N = (0, 0.5·N_0), so SCN[1] = 1 − 0.25·E N_0² / σ_1².
     assert scores["scn"][0] == pytest.approx(1, abs=1e-4) and scores["scn"][1] < 0.95
+
+
+# Sources s ~ N(0, I), encodings E = s·A: unit 0 is s_0 (std 1), unit 1 is 0.5·s_0 + s_1
+# (std √1.25). Hybrid samples N draw each unit from its own marginal, independently.
+MIXING = np.array([[1.0, 0.5], [0.0, 1.0]])  # R(N) = N·A: R_1 = 0.5·N_0 + N_1
+E_ABS = np.sqrt(2 / np.pi)  # E|x| of x ~ N(0, 1)
+
+
+def test_authors_invariance_and_self_consistency_by_hand():
+    """metrics/LatentInvariance.py of GiuliaLanzillotta/CausalAE (`noise_invariance`,
+    `self_consistency`): 1 − E|R(I N)_k − R(N)_k| / std(R(N)_k) / E|v − N_m|, and
+    SCN = clip(1 − E|R(N)_k − N_k| / std(R(N)_k), 0, 1)."""
+    scores, _ = scores_for(MIXING, count=4000, scoring="authors")
+    response_std_1 = np.sqrt(0.25 * 1.0 + 1.25)  # std(0.5·N_0 + N_1)
+    # Intervening on unit 0 moves R_1 by 0.5·(v − N_0) exactly: the shift cancels.
+    assert scores["inv"][0][1] == pytest.approx(1 - 0.5 / response_std_1, abs=0.02)
+    assert scores["inv"][1][0] == pytest.approx(1.0, abs=1e-4)  # R_0 = N_0 only
+    # R(N) − N = (0, 0.5·N_0): SCN[1] = 1 − 0.5·E|N_0| / std(R_1).
+    assert scores["scn"][0] == pytest.approx(1.0, abs=1e-4)
+    assert scores["scn"][1] == pytest.approx(1 - 0.5 * E_ABS / response_std_1, abs=0.02)
+    # An anti-consistent response R(N) = −N errs by 2|N|, over twice the std: clipped.
+    flipped, _ = scores_for(-np.eye(2), scoring="authors")
+    np.testing.assert_array_equal(flipped["scn"], [0.0, 0.0])
+
+
+def test_authors_equivariance_pairs_x_of_i_r_n_with_x_of_r_i_n():
+    """`noise_equivariance` of the same file compares X(I(R(N))) with X(R(I(N))):
+    with X the identity and R(N) = N·A, for m = 0 unit 1 differs by 0.5·(N_0 − v),
+    so EQV[0, 1] = 1 − 0.5 whatever the samples; unit 0 agrees (v both). For m = 1,
+    unit 1 differs by v − (0.5·N_0 + v) = −0.5·N_0: EQV[1, 1] = 1 − 0.5·E|N_0| /
+    E|v − N_1|, v and N_1 independent draws of unit 1 (std √1.25)."""
+    scores, _ = scores_for(MIXING, count=4000, scoring="authors")
+    eqv = np.asarray(scores["eqv"])
+    assert eqv[0, 1] == pytest.approx(0.5, abs=1e-4)
+    np.testing.assert_allclose([eqv[0, 0], eqv[1, 0]], [1.0, 1.0], atol=1e-4)
+    shift = E_ABS * np.sqrt(2 * 1.25)  # E|v − N_1|
+    assert eqv[1, 1] == pytest.approx(1 - 0.5 * E_ABS / shift, abs=0.03)
+    # The earlier pairing, X(I R(I N)) against X(I N), sees unit 1 of m = 0 off by
+    # 0.5·v instead, and another value: 1 − 0.25·E v² / var(X_1) / (E (v − N_0)² /
+    # σ_0²) = 1 − 0.25·1.25 / 1.25 / 2.
+    earlier, _ = scores_for(MIXING, count=4000, scoring="variance")
+    assert earlier["eqv"][0][1] == pytest.approx(1 - 0.25 / 2, abs=0.03)
+    assert abs(earlier["eqv"][0][1] - eqv[0, 1]) > 0.3
+
+
+def test_an_unknown_scoring_is_refused():
+    with pytest.raises(ValueError, match="scoring must be one of"):
+        scores_for(np.eye(2), count=10, scoring="squared")
 
 
 def test_a_unit_that_never_varies_has_no_scores():

@@ -34,18 +34,37 @@ def tiny():
 
 
 def test_init_from_images_alone_creates_the_prior_network(tiny):
+    """The iVAE authors' prior (ilkhem/iVAE models/nets.py, cleanIVAE: prior_mean a
+    fixed zero, logl = MLP(aux_dim, latent_dim, hidden_dim, n_layers=3)): three linear
+    layers to log λ(u) alone."""
     model, images, variables = tiny
     params = variables["params"]
     assert set(params) == {"encoder", "decoder", "conditional_prior"}
-    kernels = jax.tree.map(jnp.shape, params["conditional_prior"])
-    assert kernels["hidden"]["kernel"] == (3, 8)  # u one-hot over 3 shapes, prior_hidden 8
-    assert kernels["to_latent"]["kernel"] == (8, 2 * 3)  # μ(u) and log λ(u) of d = 3 latents
+    kernels = jax.tree.map(jnp.shape, params["conditional_prior"]["log_variance"])
+    assert kernels["hidden0"]["kernel"] == (3, 8)  # u one-hot over 3 shapes, prior_hidden 8
+    assert kernels["hidden1"]["kernel"] == (8, 8)
+    assert kernels["output"]["kernel"] == (8, 3)  # log λ(u) of d = 3 latents, no mean
+
+
+def test_the_authors_prior_has_mean_zero_and_its_log_variance_by_hand(tiny):
+    model, images, variables = tiny
+    u = np.eye(3, dtype=np.float32)[[2, 0]]
+    mean, log_variance = model.apply(variables, u, method=model.prior)
+    np.testing.assert_array_equal(mean, np.zeros((2, 3)))
+    mlp = jax.tree.map(np.asarray, variables["params"]["conditional_prior"]["log_variance"])
+    hidden = u
+    for layer in ("hidden0", "hidden1"):
+        hidden = hidden @ mlp[layer]["kernel"] + mlp[layer]["bias"]
+        hidden = np.where(hidden >= 0, hidden, NEGATIVE_SLOPE * hidden)
+    out = hidden @ mlp["output"]["kernel"] + mlp["output"]["bias"]
+    np.testing.assert_allclose(log_variance, out, rtol=1e-5, atol=1e-6)
 
 
 def test_encoder_and_decoder_are_the_vaes(tiny):
     model, images, variables = tiny
     section = ivae_dsprites_synth.get_config("tiny").vae.model
-    del section["prior_hidden"]
+    for name in ("prior_hidden", "prior_mean", "prior_hidden_layers"):
+        del section[name]
     vae = models.build_vae(section, IMAGE_SHAPE)
     vae_variables = {"params": {name: variables["params"][name]
                                 for name in ("encoder", "decoder")}}
@@ -54,8 +73,10 @@ def test_encoder_and_decoder_are_the_vaes(tiny):
     jax.tree.map(np.testing.assert_array_equal, ours, theirs)
 
 
-def test_prior_is_the_mlp_on_u_by_hand(tiny):
-    model, images, variables = tiny
+def test_the_learned_mean_prior_is_the_mlp_on_u_by_hand():
+    model = build(prior_mean="learned", prior_hidden_layers=1)
+    images = jnp.linspace(0, 1, 2 * 64 * 64).reshape(2, *IMAGE_SHAPE)
+    variables = model.init(jax.random.key(0), images)
     u = np.eye(3, dtype=np.float32)[[2, 0]]
     mean, log_variance = model.apply(variables, u, method=model.prior)
     mlp = jax.tree.map(np.asarray, variables["params"]["conditional_prior"])
@@ -73,6 +94,9 @@ def test_prior_is_the_mlp_on_u_by_hand(tiny):
 
 @pytest.mark.parametrize("fields, auxiliary_size, message", [
     (dict(prior_hidden=0), 3, "vae.model.prior_hidden must be positive, got 0"),
+    (dict(prior_mean="fixed"), 3, r"vae.model.prior_mean must be one of \('zero', 'learned'\)"),
+    (dict(prior_hidden_layers=0), 3, "vae.model.prior_hidden_layers must be positive"),
+    (dict(prior_mean="learned"), 3, "prior_hidden_layers must be 1 with prior_mean 'learned'"),
     (dict(num_latents=0), 3, "vae.model.num_latents must be positive, got 0"),
     (dict(encoder_widths=()), 3, "vae.model.encoder_widths must name at least one"),
     (dict(), 0, r"the auxiliary variable u \(vae.auxiliary.factor\) needs at least one value"),

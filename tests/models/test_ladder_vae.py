@@ -67,8 +67,8 @@ def test_base_config_has_the_studys_conv_network_and_its_ladder():
     params = jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, *IMAGE_SHAPE)))
     kernels = jax.tree.map(lambda x: x.shape, params["params"])
     bottom_up, decoder = kernels["bottom_up"], kernels["decoder"]
-    assert [bottom_up[f"down{i}"]["kernel"] for i in range(4)] == [
-        (4, 4, 1, 32), (4, 4, 32, 32), (4, 4, 32, 64), (4, 4, 64, 64)]
+    assert [bottom_up[f"down{i}"]["kernel"] for i in range(4)] == [  # the study's
+        (4, 4, 1, 32), (4, 4, 32, 32), (2, 2, 32, 64), (2, 2, 64, 64)]
     assert bottom_up["hidden"]["kernel"] == (4 * 4 * 64, 256)
     assert bottom_up["to_latent"]["kernel"] == (256, 256)  # d_1
     assert bottom_up["likelihood0"]["kernel"] == (256, 2 * 6)

@@ -27,14 +27,60 @@ def test_base_config_has_the_studys_layer_sizes():
     params = jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, *IMAGE_SHAPE)))
     kernels = jax.tree.map(lambda x: x.shape, params["params"])
     encoder, decoder = kernels["encoder"], kernels["decoder"]
+    # disentanglement_lib methods/shared/architectures.py, conv_encoder: kernel_size
+    # 4, 4, 2, 2 for the four stride-2 convolutions.
     assert [encoder[f"down{i}"]["kernel"] for i in range(4)] == [
-        (4, 4, 1, 32), (4, 4, 32, 32), (4, 4, 32, 64), (4, 4, 64, 64)]
+        (4, 4, 1, 32), (4, 4, 32, 32), (2, 2, 32, 64), (2, 2, 64, 64)]
     assert encoder["hidden"]["kernel"] == (4 * 4 * 64, 256)
     assert encoder["to_latent"]["kernel"] == (256, 2 * 10)  # mean and log-variance
     assert decoder["hidden"]["kernel"] == (10, 256)
     assert decoder["to_map"]["kernel"] == (256, 4 * 4 * 64)
     assert [decoder[name]["kernel"] for name in ("up0", "up1", "up2", "to_image")] == [
         (4, 4, 64, 64), (4, 4, 64, 32), (4, 4, 32, 32), (4, 4, 32, 1)]
+
+
+def study_encoder_parameter_count(channels: int, num_latent: int = 10) -> int:
+    """conv_encoder of disentanglement_lib's methods/shared/architectures.py, counted
+    layer by layer from that file: conv2d 32/4x4, 32/4x4, 64/2x2, 64/2x2 (stride 2,
+    'same': 64 -> 4), flatten 4·4·64, dense 256, then the means and log_var heads
+    (dense num_latent each); kernels plus biases."""
+    convs = [(channels, 32, 4), (32, 32, 4), (32, 64, 2), (64, 64, 2)]
+    count = sum(k * k * fan_in * fan_out + fan_out for fan_in, fan_out, k in convs)
+    count += 4 * 4 * 64 * 256 + 256
+    return count + 2 * (256 * num_latent + num_latent)
+
+
+@pytest.mark.parametrize("channels", [1, 3])  # dSprites, Shapes3D
+def test_encoder_parameter_count_equals_the_study_networks(channels):
+    shape = (64, 64, channels)
+    model = models.build_vae(vae_section(), shape)
+    params = jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, *shape)))
+    count = sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(params["params"]["encoder"]))
+    assert count == study_encoder_parameter_count(channels) == {1: 309_204, 3: 310_228}[channels]
+    # The earlier 4x4 kernels throughout carry 73 728 more.
+    before = models.build_vae(vae_section(encoder_kernel_sizes=None), shape)
+    params = jax.eval_shape(before.init, jax.random.key(0), jnp.zeros((1, *shape)))
+    assert sum(int(np.prod(leaf.shape)) for leaf in
+               jax.tree.leaves(params["params"]["encoder"])) == count + 73_728
+
+
+def test_kernels_start_glorot_uniform_as_tf1_layers_and_lecun_normal_on_request():
+    """TF1's tf.layers take glorot_uniform when no initializer is given: uniform on
+    ±sqrt(6 / (fan_in + fan_out)), fan = kernel side² × channels for a convolution."""
+    shape = (64, 64, 1)
+    images = jnp.zeros((1, *shape))
+    params = models.build_vae(vae_section(), shape).init(jax.random.key(0), images)["params"]
+    kernel = np.asarray(params["encoder"]["down1"]["kernel"])  # 4x4, 32 -> 32
+    limit = np.sqrt(6 / (16 * 32 + 16 * 32))
+    assert np.abs(kernel).max() <= limit and np.abs(kernel).max() > 0.95 * limit
+    np.testing.assert_allclose(kernel.var(), limit ** 2 / 3, rtol=0.1)  # uniform's
+    dense = np.asarray(params["decoder"]["to_map"]["kernel"])  # 256 -> 1024
+    np.testing.assert_allclose(dense.var(), 2 / (256 + 1024), rtol=0.05)
+    assert not np.any(np.asarray(params["encoder"]["down1"]["bias"]))
+    lecun = models.build_vae(vae_section(weight_init="lecun_normal"), shape).init(
+        jax.random.key(0), images)["params"]
+    np.testing.assert_allclose(np.asarray(lecun["decoder"]["to_map"]["kernel"]).var(),
+                               1 / 256, rtol=0.05)
 
 
 def test_tiny_model_encodes_decodes_and_reconstructs_with_the_right_shapes():
@@ -64,6 +110,13 @@ VAE_ERRORS = [
                           r"height and width must be divisible by 16; got 60x60"),
     (dict(decoder_widths=(8,) * 7), IMAGE_SHAPE, "vae.model.decoder_widths has 7 stride-2 "
                                                  "layers.*divisible by 128"),
+    (dict(encoder_kernel_sizes=(4, 4, 2)), IMAGE_SHAPE,
+     r"vae.model.encoder_kernel_sizes must give one positive whole kernel side per encoder "
+     r"convolution \(4, .*got \(4, 4, 2\)"),
+    (dict(encoder_kernel_sizes=(4, 4, 0, 2)), IMAGE_SHAPE, "encoder_kernel_sizes must give"),
+    (dict(weight_init="he_normal"), IMAGE_SHAPE,
+     r"vae.model.weight_init must be one of \('glorot_uniform', 'lecun_normal'\), got "
+     r"'he_normal'"),
 ]
 
 

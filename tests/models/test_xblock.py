@@ -87,7 +87,67 @@ def test_mask_is_a_gumbel_sample_in_training_and_its_mean_field_value_otherwise(
     assert not np.allclose(samples[0], samples[1])
 
 
+# The authors' VecSCM (GiuliaLanzillotta/CausalAE models/layers.py) as the XAE configs
+# set it: Gumbel noise, standard-normal logits, τ annealed, f_i of two hidden layers of
+# 10 with Mish on the output too.
+AUTHORS = dict(hidden=10, num_hidden_layers=2, output_activation=True,
+               temperature_schedule="exponential", mask_noise="gumbel", mask_init="normal")
+
+
+def test_the_temperature_anneals_as_the_authors_schedule():
+    """experiments/utils.py of the authors' code: τ = max(exp(−0.01·step), 0.01)."""
+    block = XBlock(num_units=3, **AUTHORS)
+    for step in (0, 1, 100, 300, 460):
+        assert float(block.temperature_at(step)) == pytest.approx(
+            max(np.exp(-0.01 * step), 0.01), rel=1e-6)
+    assert float(block.temperature_at(461)) == pytest.approx(0.01)  # the floor from here
+    assert float(block.temperature_at(10_000)) == pytest.approx(0.01)
+    assert block.temperature_at(None) == 0.01  # evaluation: the schedule's last value
+    constant = XBlock(num_units=3, temperature=0.5)
+    assert constant.temperature_at(0) == constant.temperature_at(10_000) == 0.5
+
+
+def test_the_authors_block_draws_gumbel_gates_from_standard_normal_logits():
+    block = XBlock(num_units=40, **AUTHORS)
+    params = block.init(jax.random.key(0), jnp.zeros((1, 40)))["params"]
+    logits = np.asarray(params["mask_logits"])
+    assert abs(logits.mean()) < 0.1 and logits.std() == pytest.approx(1.0, abs=0.1)
+    assert [params[f"kernel{k}"].shape for k in range(3)] == [(40, 41, 10), (40, 10, 10),
+                                                              (40, 10, 1)]
+    # One Gumbel(0, 1) draw per gate: the sample is σ((α + g) / τ), and at α = 0, τ = 1,
+    # logit(sample) is g itself, whose mean is the Euler–Mascheroni constant (a
+    # Logistic draw's is 0).
+    zero = {**params, "mask_logits": jnp.zeros((40, 40))}
+    sample = np.asarray(block.apply({"params": zero}, 0, method=block.parent_mask,
+                                    rngs={"mask": jax.random.key(1)}))
+    gates = sample[np.tril(np.ones((40, 40)), k=-1) == 1]
+    noise = np.log(gates) - np.log1p(-gates)
+    assert noise.mean() == pytest.approx(np.euler_gamma, abs=0.1)
+    assert noise.std() == pytest.approx(np.pi / np.sqrt(6), abs=0.1)  # Gumbel's
+    # At step 1000 (τ = 0.01) the gates are near-hard.
+    late = np.asarray(block.apply({"params": params}, 1000, method=block.parent_mask,
+                                  rngs={"mask": jax.random.key(2)}))
+    gates = late[np.tril(np.ones((40, 40)), k=-1) == 1]
+    assert np.mean((gates < 0.01) | (gates > 0.99)) > 0.95
+
+
+def test_the_output_activation_is_mish_of_the_last_layer():
+    with_mish = XBlock(num_units=2, **AUTHORS)
+    params = with_mish.init(jax.random.key(0), jnp.zeros((1, 2)))["params"]
+    without = with_mish.clone(output_activation=False)
+    noise = jnp.array([[0.3, -1.2], [2.0, 0.1]])
+    np.testing.assert_allclose(with_mish.apply({"params": params}, noise)[:, 0],
+                               jax.nn.mish(without.apply({"params": params}, noise))[:, 0],
+                               rtol=1e-5)  # unit 0 has no parents: the same input
+
+
 @pytest.mark.parametrize("fields, message", [
+    ({"num_units": 2, "temperature_schedule": "linear"},
+     r"vae.model.xblock.temperature_schedule must be one of \('constant', 'exponential'\), "
+     r"got 'linear'"),
+    ({"num_units": 2, "mask_noise": "normal"}, "vae.model.xblock.mask_noise must be one of"),
+    ({"num_units": 2, "mask_init": "ones"}, "vae.model.xblock.mask_init must be one of"),
+    ({"num_units": 2, "min_temperature": 0.0}, "vae.model.xblock.min_temperature must be > 0"),
     ({"num_units": 3, "allowed_parents": ((0, 0), (1, 0))},
      "allowed_parents is a 2x2 mask but the block has 3 units"),
     ({"num_units": 2, "allowed_parents": ((0, 1), (1, 0))},

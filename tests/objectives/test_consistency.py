@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from causal_disent.objectives import consistency
-from causal_disent.objectives.vae import takes_argument
+from causal_disent.objectives.vae import TRAIN_STEP, takes_argument
 
 ENCODER = np.array([[1.0, 0.5], [-0.5, 1.0], [0.3, -0.2], [0.0, 0.8]], np.float32)  # 4 px -> 2
 DECODER = np.array([[0.7, -0.4, 1.2, 0.1], [0.2, 0.9, -0.6, 1.0]], np.float32)  # 2 -> 4 px
@@ -35,10 +35,10 @@ class LinearAutoencoder(nn.Module):
         mean = images.reshape(images.shape[0], -1) @ self.encoder
         return mean, jnp.zeros_like(mean)
 
-    def causes(self, latents):
+    def causes(self, latents, step=None):
         return latents @ jnp.asarray(MIXING).T if self.mixed else latents
 
-    def decode(self, latents):
+    def decode(self, latents, step=None):
         return (self.causes(latents) @ self.decoder).reshape(-1, 2, 2, 1)
 
     def __call__(self, images):
@@ -70,31 +70,77 @@ def test_single_unit_interventions_change_one_unit_to_an_encoded_value():
         assert row[unit] in np.asarray(encodings)[:, unit]
 
 
-@pytest.mark.parametrize("mixed", [False, True])
-def test_penalties_equal_the_hand_computation(mixed):
-    model = LinearAutoencoder(mixed=mixed)
-    rng = jax.random.key(3)
-    penalties = consistency.consistency_penalties(PARAMS, model, IMAGES, rng)
-    # The draws, by the same helpers and keys as the function.
+def hand_draws(rng):
+    """The penalties' draws, by the same helpers and keys as the function: encodings,
+    base noise N, intervened noise I N and the one-hot of the intervened units."""
     prior_rng, intervention_rng = jax.random.split(rng)
     encodings = IMAGES.reshape(6, 4).astype(np.float64) @ ENCODER
     noise = np.asarray(consistency.hybrid_samples(prior_rng, jnp.asarray(encodings, jnp.float32)),
                        np.float64)
     intervened, one_hot = map(np.asarray, consistency.single_unit_interventions(
         intervention_rng, jnp.asarray(noise, jnp.float32), jnp.asarray(encodings, jnp.float32)))
-    intervened = intervened.astype(np.float64)
+    return noise, intervened.astype(np.float64), one_hot
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+@pytest.mark.parametrize("error, equivariance", [("l2", "commute"), ("squared", "self")])
+def test_penalties_equal_the_hand_computation(mixed, error, equivariance):
+    """("l2", "commute") is the authors' code (GiuliaLanzillotta/CausalAE, models/CAE.py
+    `compute_invariance_loss` / `compute_equivariance_loss`, with
+    metrics/LatentInvariance.py `compute_absolute_errors`: the unsquared norm of each
+    unit's error, the diagonal left out of the invariance and kept in the
+    equivariance, both over n units; the equivariance compares X(I(R(N))) with
+    X(R(I(N)))); ("squared", "self") this project's earlier reading."""
+    model = LinearAutoencoder(mixed=mixed)
+    rng = jax.random.key(3)
+    penalties = consistency.consistency_penalties(PARAMS, model, IMAGES, rng, error=error,
+                                                  equivariance=equivariance)
+    noise, intervened, one_hot = hand_draws(rng)
     mix = MIXING.astype(np.float64) if mixed else np.eye(2)
 
     def respond(n):  # E(σ(D(X(N))))
         return 1 / (1 + np.exp(-(n @ mix.T @ DECODER))) @ ENCODER
 
+    def distance(a, b):  # one-dimensional units: |a − b| or (a − b)²
+        return np.abs(a - b) if error == "l2" else (a - b) ** 2
+
     plain, after = respond(noise), respond(intervened)
-    invariance = ((1 - one_hot) * (after - plain) ** 2).sum(axis=1).mean() / 2
-    reimposed = np.where(one_hot == 1, intervened, after)
-    equivariance = (((reimposed - intervened) @ mix.T) ** 2).sum(axis=1).mean() / 2
+    invariance = ((1 - one_hot) * distance(after, plain)).sum(axis=1).mean() / 2
+    if equivariance == "commute":  # X(I R(N)) against X(R(I N))
+        first, second = np.where(one_hot == 1, intervened, plain) @ mix.T, after @ mix.T
+    else:  # X(I R(I N)) against X(I N)
+        first, second = np.where(one_hot == 1, intervened, after) @ mix.T, intervened @ mix.T
+    equivariance_value = distance(first, second).sum(axis=1).mean() / 2
     np.testing.assert_allclose(penalties["invariance"], invariance, rtol=1e-4)
-    np.testing.assert_allclose(penalties["equivariance"], equivariance, rtol=1e-4)
-    assert invariance > 0 and equivariance > 0
+    np.testing.assert_allclose(penalties["equivariance"], equivariance_value, rtol=1e-4)
+    assert invariance > 0 and equivariance_value > 0
+
+
+def test_the_two_equivariance_pairings_differ_for_a_response_that_is_not_the_identity():
+    values = [consistency.consistency_penalties(PARAMS, LinearAutoencoder(), IMAGES,
+                                                jax.random.key(3), equivariance=kind)
+              for kind in consistency.EQUIVARIANCES]
+    assert abs(float(values[0]["equivariance"]) - float(values[1]["equivariance"])) > 1e-3
+
+
+def test_no_gradient_reaches_the_penalties_through_the_base_response():
+    """The authors compute N and R(N) under torch.no_grad (models/CAE.py): the
+    invariance penalty's gradient is that of d(R(I N), c) with c = R(N) a constant
+    (squared d here: the norm's subgradient where R(I N) = R(N) is a matter of
+    convention)."""
+    model, rng = LinearAutoencoder(), jax.random.key(3)
+    noise, intervened, one_hot = hand_draws(rng)
+    params = jax.tree.map(jnp.asarray, PARAMS)
+    plain = consistency.response(params, model, jnp.asarray(noise, jnp.float32))
+
+    def against_a_constant(p):
+        after = consistency.response(p, model, jnp.asarray(intervened, jnp.float32))
+        return jnp.mean(jnp.sum((1 - one_hot) * (after - plain) ** 2, axis=-1)) / 2
+
+    grads = jax.grad(lambda p: consistency.consistency_penalties(
+        p, model, IMAGES, rng, error="squared")["invariance"])(params)
+    want = jax.grad(against_a_constant)(params)
+    np.testing.assert_allclose(grads["decoder"], want["decoder"], rtol=1e-5, atol=1e-7)
 
 
 def plain_loss(params, batch, rng):
@@ -119,6 +165,20 @@ def test_with_consistency_adds_the_weighted_penalties_and_keeps_the_loss_draws()
     assert float(jnp.abs(grads["decoder"]).sum()) > 0
 
 
+def test_weights_warm_up_linearly_over_the_first_steps_from_zero():
+    """experiments/utils.py `linear_determ_warmup` of the authors' code:
+    λ(step) = λ·min(step / 10 000, 1)."""
+    section = {"invariance_weight": 4.0, "warmup_steps": 10_000}
+    wrapped = consistency.with_consistency(plain_loss, LinearAutoencoder(), section)
+    rng, image = jax.random.key(5), (IMAGES * 255).astype(np.uint8)
+    base, _ = plain_loss(PARAMS, {}, rng)
+    for step, fraction in [(0, 0.0), (2_500, 0.25), (10_000, 1.0), (50_000, 1.0)]:
+        loss, metrics = wrapped(PARAMS, {"image": image, TRAIN_STEP: jnp.int32(step)}, rng)
+        assert float(metrics["consistency_warmup"]) == pytest.approx(fraction)
+        np.testing.assert_allclose(loss, base + fraction * 4.0 * metrics["invariance_penalty"],
+                                   rtol=1e-6)
+
+
 def test_a_wrapped_loss_keeps_its_signature():
     def loss_with_step(params, batch, rng, *, step):
         return jnp.float32(step), {}
@@ -139,6 +199,11 @@ def test_enabled_only_with_a_positive_weight():
     ({"equivariance_weight": float("nan")}, "equivariance_weight must be >= 0"),
     ({"invariance_weight": 4.0, "prior": "uniform"}, "vae.consistency.prior must be one of"),
     ({"invariance": 4.0}, "vae.consistency.invariance is unknown"),
+    ({"error": "l1"}, r"vae.consistency.error must be one of \('l2', 'squared'\), got 'l1'"),
+    ({"equivariance": "commutes"}, r"vae.consistency.equivariance must be one of "
+                                   r"\('commute', 'self'\), got 'commutes'"),
+    ({"warmup_steps": -1}, "vae.consistency.warmup_steps must be a whole number >= 0"),
+    ({"warmup_steps": 2.5}, "vae.consistency.warmup_steps must be a whole number >= 0"),
 ])
 def test_bad_sections_are_named(section, message):
     with pytest.raises(ValueError, match=message):

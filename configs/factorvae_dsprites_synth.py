@@ -38,6 +38,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     discriminator.model = ml_collections.ConfigDict()
     discriminator.model.num_hidden_layers = 6
     discriminator.model.hidden_units = 1000
+    discriminator.model.weight_init = "glorot_uniform"  # tf.layers.dense's default
     optim = discriminator.optim = ml_collections.ConfigDict()
     optim.learning_rate = 1e-4  # constant
     optim.b1 = 0.5

@@ -16,6 +16,7 @@ from tests.helpers import REPO_ROOT, tiny_config
 
 CT = "--config=configs/ctvae_shapes3d.py:tiny"
 VAE = "--config=configs/betavae_dsprites_synth.py:tiny"
+XAE = "--config=configs/xae_dsprites_synth.py:tiny"
 MAIN = "causal_disent.main"
 
 # (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder, holding
@@ -73,6 +74,15 @@ CASES = [
      r"convolution \(2, "),
     ("unknown initialiser", MAIN, [VAE, "--workdir={w}", "--config.vae.model.weight_init=he"],
      r"vae.model.weight_init must be one of \('glorot_uniform', 'lecun_normal'\), got 'he'"),
+    ("unknown consistency error", MAIN, [XAE, "--workdir={w}", "--config.vae.consistency.error=l1"],
+     r"vae.consistency.error must be one of \('l2', 'squared'\), got 'l1'"),
+    ("unknown equivariance", MAIN,
+     [XAE, "--workdir={w}", "--config.vae.consistency.equivariance=same"],
+     r"vae.consistency.equivariance must be one of \('commute', 'self'\), got 'same'"),
+    ("unknown temperature schedule", MAIN,
+     [XAE, "--workdir={w}", "--config.vae.model.xblock.temperature_schedule=cosine"],
+     r"vae.model.xblock.temperature_schedule must be one of \('constant', 'exponential'\), "
+     r"got 'cosine'"),
     ("negative time budget", MAIN, [CT, "--workdir={w}", "--max_minutes=-1"],
      r"--max_minutes=-1: -1.0 is not a non-negative number"),
     ("stray argument", MAIN, [CT, "--workdir={w}", "extra"],

@@ -263,11 +263,15 @@ class VAE(nn.Module):
 
 def check_discriminator_config(model_config) -> None:
     """Raises ValueError naming the first field of `model_config` (the section
-    `vae.discriminator.model`, or a LatentDiscriminator) that is not positive."""
+    `vae.discriminator.model`, or a LatentDiscriminator) that is invalid."""
     for name in ("num_hidden_layers", "hidden_units"):
         if getattr(model_config, name) < 1:
             raise ValueError(f"vae.discriminator.model.{name} must be positive, got "
                              f"{getattr(model_config, name)}")
+    weight_init = getattr(model_config, "weight_init", "lecun_normal")
+    if weight_init not in KERNEL_INITS:
+        raise ValueError(f"vae.discriminator.model.weight_init must be one of "
+                         f"{tuple(KERNEL_INITS)}, got {weight_init!r}")
 
 
 class LatentDiscriminator(nn.Module):
@@ -279,6 +283,9 @@ class LatentDiscriminator(nn.Module):
 
     num_hidden_layers: int
     hidden_units: int
+    # A key of KERNEL_INITS; the configs name "glorot_uniform" (fc_discriminator's
+    # tf.layers.dense default), a config written before this field Flax's default.
+    weight_init: str = "lecun_normal"
     negative_slope = 0.2  # tf.nn.leaky_relu's, which disentanglement_lib uses
 
     def __post_init__(self):
@@ -288,7 +295,8 @@ class LatentDiscriminator(nn.Module):
     @nn.compact
     def __call__(self, latents: jax.Array) -> jax.Array:
         x = latents
+        kernel_init = KERNEL_INITS[self.weight_init]
         for layer in range(self.num_hidden_layers):
-            x = nn.leaky_relu(nn.Dense(self.hidden_units, name=f"hidden{layer}")(x),
-                              negative_slope=self.negative_slope)
-        return nn.Dense(2, name="logits")(x)
+            dense = nn.Dense(self.hidden_units, kernel_init=kernel_init, name=f"hidden{layer}")
+            x = nn.leaky_relu(dense(x), negative_slope=self.negative_slope)
+        return nn.Dense(2, kernel_init=kernel_init, name="logits")(x)

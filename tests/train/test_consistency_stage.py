@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 
-from causal_disent.evaluation import trained_runs
+from causal_disent.evaluation import consistency_scores, trained_runs
 from causal_disent.train import stages, vae_stage
 from causal_disent.utils.sharding import make_data_mesh
 from configs import laddervae_dsprites_synth, xae_dsprites_synth, xvae_dsprites_synth
@@ -47,7 +47,10 @@ def test_tiny_xae_with_consistency_trains_and_scores(xae_run):
 
 
 def test_tiny_xvae_run_has_an_xblock_kl_and_card_scores(tmp_path):
-    results = stages.run(xvae_dsprites_synth.get_config("tiny"), tmp_path)["vae"]
+    config = xvae_dsprites_synth.get_config("tiny")
+    # The card scores the first NUM_SCORED_IMAGES test images: the stage the same.
+    config.vae.train.num_eval_images = consistency_scores.NUM_SCORED_IMAGES
+    results = stages.run(config, tmp_path)["vae"]
     assert results["test_kl"] >= 0 and "consistency" in results
     run = trained_runs.open_run(tmp_path, make_data_mesh())
     assert run.family == "vae" and list(run.representations) == ["encoder_mean",

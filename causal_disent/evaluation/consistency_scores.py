@@ -97,14 +97,7 @@ def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
         intervened[:, unit] = values
         after = run(respond, intervened)
         inv[unit] = score.invariance(after, plain, values - noise[:, unit], unit)
-        if scoring == "authors":  # X(I_m R(N)) against X(R(I_m N))
-            first = plain.copy()
-            first[:, unit] = values
-            second = after
-        else:  # X(I_m R(I_m N)) against X(I_m N)
-            first = after.copy()
-            first[:, unit] = values
-            second = intervened
+        first, second = score.equivariance_pair(plain, after, intervened, unit)
         eqv[unit] = score.equivariance(run(cause, first), run(cause, second),
                                        values - noise[:, unit], unit)
     scn = score.self_consistency(plain, noise)
@@ -126,12 +119,24 @@ def _safe(scale: np.ndarray) -> np.ndarray:
     return np.where(scale > 0, scale, 1.0)
 
 
+def _reimposed(noise: np.ndarray, intervened: np.ndarray, unit: int) -> np.ndarray:
+    """`noise` with unit `unit` set as in `intervened`: I_m applied again."""
+    out = noise.copy()
+    out[:, unit] = intervened[:, unit]
+    return out
+
+
 class _AuthorsScores:
     """The "authors" normalisation: unsquared errors over the response's standard
     deviation s_i (ddof 1, as torch.std) and the mean intervention size."""
 
     def __init__(self, plain: np.ndarray):
         self.response_std = _safe(plain.std(axis=0, ddof=1))
+
+    @staticmethod
+    def equivariance_pair(plain, after, intervened, unit):
+        """The noise whose causes are compared: I_m R(N) and R(I_m N)."""
+        return _reimposed(plain, intervened, unit), after
 
     def invariance(self, after, plain, shift, unit):
         del unit  # the size is the intervention's, whichever unit
@@ -153,6 +158,12 @@ class _VarianceScores:
     def __init__(self, encodings: np.ndarray, base_causes: np.ndarray):
         self.variance = _safe(encodings.var(axis=0))
         self.cause_variance = _safe(base_causes.var(axis=0).sum(axis=-1))
+
+    @staticmethod
+    def equivariance_pair(plain, after, intervened, unit):
+        """The noise whose causes are compared: I_m R(I_m N) and I_m N."""
+        del plain
+        return _reimposed(after, intervened, unit), intervened
 
     def size(self, shift, unit):
         return (shift ** 2).mean() / self.variance[unit]

@@ -70,10 +70,7 @@ def check_vae_config(model_config, image_shape) -> None:
         if getattr(model_config, name) < 1:
             raise ValueError(f"vae.model.{name} must be positive, got "
                              f"{getattr(model_config, name)}")
-    weight_init = getattr(model_config, "weight_init", "lecun_normal")
-    if weight_init not in KERNEL_INITS:
-        raise ValueError(f"vae.model.weight_init must be one of {tuple(KERNEL_INITS)}, got "
-                         f"{weight_init!r}")
+    check_weight_init(model_config, "vae.model")
     height, width, _ = image_shape
     for name in ("encoder_widths", "decoder_widths"):
         widths = tuple(getattr(model_config, name))
@@ -88,6 +85,16 @@ def check_vae_config(model_config, image_shape) -> None:
             )
     check_kernel_sizes(getattr(model_config, "encoder_kernel_sizes", None),
                        tuple(model_config.encoder_widths))
+
+
+def check_weight_init(model_config, section: str) -> None:
+    """ValueError unless the `weight_init` of `model_config` (the config section
+    `section`; absent: "lecun_normal", a config written before the field) is a key of
+    KERNEL_INITS."""
+    weight_init = getattr(model_config, "weight_init", "lecun_normal")
+    if weight_init not in KERNEL_INITS:
+        raise ValueError(f"{section}.weight_init must be one of {tuple(KERNEL_INITS)}, got "
+                         f"{weight_init!r}")
 
 
 def check_kernel_sizes(kernel_sizes: Sequence[int] | None, widths: tuple[int, ...]) -> None:
@@ -268,10 +275,7 @@ def check_discriminator_config(model_config) -> None:
         if getattr(model_config, name) < 1:
             raise ValueError(f"vae.discriminator.model.{name} must be positive, got "
                              f"{getattr(model_config, name)}")
-    weight_init = getattr(model_config, "weight_init", "lecun_normal")
-    if weight_init not in KERNEL_INITS:
-        raise ValueError(f"vae.discriminator.model.weight_init must be one of "
-                         f"{tuple(KERNEL_INITS)}, got {weight_init!r}")
+    check_weight_init(model_config, "vae.discriminator.model")
 
 
 class LatentDiscriminator(nn.Module):

@@ -16,17 +16,17 @@ the tests run):
 Override any field:  --config.mcqvae.optim.learning_rate=1e-3
 
 Reproduce on one GPU (`:gpu`: paper model sizes with the authors' one codebook,
-about 40 minutes of an H100, see `_make_gpu`) as a series of commands of at most
+about 12 minutes of an H200, see `_make_gpu`) as a series of commands of at most
 10 minutes each, e.g. on preemptible machines sharing the directory W. Install a
 CUDA jax once (`.venv/bin/pip install -U "jax[cuda12]"`), then run
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py:gpu --workdir=W --max_minutes=9
 and run that same command again while it exits with status 3 ("paused: stage ...
 at step ...; rerun the same command to continue"); status 0 means both stages are
-finished (expect about 5 commands). Each command resumes from the checkpoint the
+finished (expect 2 commands on an H200). Each command resumes from the checkpoint the
 previous one saved when its 9 minutes were spent, with the same data order.
 `WORKDIR=W launch/gpu_reproduce.sh` runs one such command, and
 `WORKDIR=W launch/gpu_reproduce.sh --until-done` reruns it until done. Learning
-curves: W/curves/mcqvae.jsonl (test PSNR every 5000 steps) and W/curves/ct.jsonl
+curves: W/curves/mcqvae.jsonl (test PSNR every 2500 steps) and W/curves/ct.jsonl
 (action and factor accuracy on 1000 test pairs every 5000 steps: the headline's
 most likely structure, and the mean ± std over 8 Gumbel draws).
 The variant with four codebooks (N = 256 causal variables, the authors' stand-alone
@@ -254,25 +254,26 @@ def _make_tiny(config: ml_collections.ConfigDict) -> None:
 
 def _make_gpu(config: ml_collections.ConfigDict) -> None:
     """The paper's model sizes for both stages (C = 1: N = 64 causal variables, as in
-    the CT-VAE authors' config), on a budget of about 40 minutes of one H100, with
+    the CT-VAE authors' config), on a budget of about 12 minutes of one H200, with
     learning curves and checkpoints frequent enough for 10-minute preemptible
     commands (see the module docstring for the command series).
 
-    Stage 1 costs 7.4 ms per step of 64 images on an H100 (measured at C = 4; the
-    quantiser is a small part of it), so 50 000 steps (about 9.5 epochs, half the
-    paper's 20) take about 6 minutes. Stage 2 at N = 64 and paper sizes took
-    13.3 / 8.7 / 64.1 ms per step on an H100 (standard / action / causal, batch 16,
-    benchmarks/ct_step_time.py), so with proportions (0.3, 0.6, 0.1) a step costs
-    about 15.6 ms and 60 000 steps about 16 minutes (2.9 of the paper's 100 epochs),
-    plus 12 curve points of 1000 test pairs, each scored 9 times (headline and 8
-    draws). On 2 CPU cores and a small layer, mostly-action proportions learned far
-    faster per step than the authors' (0.77, 0.115, 0.115).
+    Measured on one H200 (jax 0.11.2, whole runs: data, logging, checkpoints and
+    curve points included): stage 1 runs 160 steps/s (64 images a step), stage 2
+    about 115 steps/s once compiled (proportions 0.3 / 0.6 / 0.1, batch 16).
+    Stage 1 stops at 10 000 steps (33.8 dB, about 1.9 epochs, 1.6 minutes): a
+    15 000-step run diverged at step 14 000 (34.1 dB at 13 500, then 12.8 dB with a
+    collapsed codebook), and the run warns when its final PSNR falls that far below
+    its best curve point. 60 000 stage-2 steps (2.9 of the paper's 100 epochs) take
+    about 9 minutes, plus 12 curve points of 1000 test pairs, each scored 9 times
+    (headline and 8 draws). On 2 CPU cores and a small layer, mostly-action
+    proportions learned far faster per step than the authors' (0.77, 0.115, 0.115).
     """
     train = config.mcqvae.train
-    train.num_steps = 50_000
+    train.num_steps = 10_000
     train.log_every_steps = 500
-    train.checkpoint_every_steps = 2500  # about 20 s of work
-    train.eval_every_steps = 5000
+    train.checkpoint_every_steps = 2500  # about 16 s of work
+    train.eval_every_steps = 2500
     train.num_curve_images = 2048
 
     ct = config.ct
@@ -285,7 +286,7 @@ def _make_gpu(config: ml_collections.ConfigDict) -> None:
     train = ct.train
     train.num_steps = 60_000
     train.log_every_steps = 500
-    # About 80 s of work lost at most when a machine is taken away unwarned.
+    # About 45 s of work lost at most when a machine is taken away unwarned.
     train.checkpoint_every_steps = 5000
     train.eval_every_steps = 5000
     train.num_curve_pairs = 1000

@@ -12,7 +12,7 @@ import pytest
 
 from causal_disent.runs import checkpoint
 from causal_disent.runs.results import append_curve_point, curve_path, read_curve
-from causal_disent.train import deadline, loop, reporting, stages
+from causal_disent.train import deadline, loop, mcqvae_stage, reporting, stages
 from causal_disent.train.deadline import Deadline, TimeBudgetExhausted
 from tests.helpers import tiny_config as tiny_two_stage_config
 from tests.train.test_training import final_params
@@ -224,6 +224,26 @@ def test_paused_run_resumes_to_the_uninterrupted_parameters_and_curve(uninterrup
     assert [p["step"] for p in curve] == [0, 2, 4, 6]
     assert curve == expected_curve
     assert (tmp_path / "figures" / "mcqvae_learning_curve.png").stat().st_size > 0
+
+
+def test_stage_one_results_name_the_best_curve_point(uninterrupted):
+    results = json.loads((uninterrupted / "results.json").read_text())["mcqvae"]
+    curve = read_curve(uninterrupted, "mcqvae")
+    best = max(curve, key=lambda p: p["test_psnr"])
+    assert results["best_curve_point"] == {"step": best["step"], "test_psnr": best["test_psnr"]}
+
+
+def test_stage_one_divergence_is_judged_against_the_best_curve_point():
+    curve = [{"step": 0, "test_psnr": 6.0}, {"step": 2500, "test_psnr": 34.1},
+             {"step": 5000, "test_psnr": 33.0}]
+    best = mcqvae_stage.best_curve_point(curve)
+    assert best["step"] == 2500
+    assert mcqvae_stage.best_curve_point([]) is None
+    assert not mcqvae_stage.diverged(33.0, best)  # within the curve's noise
+    assert mcqvae_stage.diverged(12.8, best)
+    warning = mcqvae_stage.divergence_warning(12.8, best)
+    assert "21.3 dB below the 34.10 dB of step 2500" in warning
+    assert "--config.mcqvae.train.num_steps=2500" in warning
 
 
 def test_stage_does_not_start_when_the_budget_is_already_spent(tmp_path):

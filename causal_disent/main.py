@@ -26,20 +26,28 @@ to the end once training has finished.
 Logic lives in `causal_disent.train`, which the tests exercise directly.
 """
 
+import os
+import signal
 import sys
 from pathlib import Path
 
-import jax
-from absl import app, flags, logging
-from ml_collections import config_flags
+if __name__ == "__main__":
+    # Until main() installs the run's own handling, Ctrl-C or SIGTERM during the slow
+    # imports below ends the process with the shell's status, without a traceback.
+    for _number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_number, lambda number, frame: os._exit(128 + number))
 
-from causal_disent import cli
-from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
-from causal_disent.runs.config_file import RunConfigError, read_config
-from causal_disent.train import interrupts, stages
-from causal_disent.train.deadline import TimeBudgetExhausted
-from causal_disent.train.finite_guard import NonFiniteTraining
-from causal_disent.utils import console
+import jax  # noqa: E402 (after the handlers above)
+from absl import app, flags, logging  # noqa: E402
+from ml_collections import config_flags  # noqa: E402
+
+from causal_disent import cli  # noqa: E402
+from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info  # noqa: E402
+from causal_disent.runs.config_file import RunConfigError, read_config  # noqa: E402
+from causal_disent.train import interrupts, stages  # noqa: E402
+from causal_disent.train.deadline import TimeBudgetExhausted  # noqa: E402
+from causal_disent.train.finite_guard import NonFiniteTraining  # noqa: E402
+from causal_disent.utils import console  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Config file, optionally with a variant: FILE.py:small (training "
@@ -96,6 +104,15 @@ def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {' '.join(argv[1:])}; every option is "
                  "a --flag (--config=FILE.py[:variant], --config.<field>=VALUE, --workdir)")
+    interrupts.stop_at_once_outside_training(_stopped_line)
+    with interrupts.handled():
+        try:
+            _run()
+        except interrupts.Interrupted as stopped:
+            interrupts.exit_now(stopped.exit_status, _stopped_line(stopped))
+
+
+def _run() -> None:
     config, workdir = _config_and_workdir()
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     if not _SHOW_LOG.value:
@@ -105,17 +122,17 @@ def main(argv):
                                    num_processes=_NUM_PROCESSES.value,
                                    process_id=_PROCESS_ID.value)
     try:
-        with interrupts.handled():
-            stages.run(config, workdir, max_minutes=_MAX_MINUTES.value, mode=_MODE.value,
-                       log_file=True)
+        stages.run(config, workdir, max_minutes=_MAX_MINUTES.value, mode=_MODE.value,
+                   log_file=True)
     except (stages.InvalidRunError, CheckpointError, NonFiniteTraining) as error:
         sys.exit(f"error: {error}")
     except TimeBudgetExhausted as paused:
         print(f"paused: {paused}; rerun the same command to continue", flush=True)
         sys.exit(EXIT_PAUSED)
-    except interrupts.Interrupted as stopped:
-        print(f"stopped: {stopped}; rerun the same command to resume", flush=True)
-        sys.exit(stopped.exit_status)
+
+
+def _stopped_line(stopped: interrupts.Interrupted) -> str:
+    return f"stopped: {stopped}; rerun the same command to resume"
 
 
 def _config_and_workdir():

@@ -5,16 +5,30 @@ period; Ctrl-C sends SIGINT. Raising from the signal handler would abandon the s
 in flight, whose input buffers are already donated, so nothing could be saved. Inside
 `deferred()` (which `loop.fit` wraps around its steps) the handler only records the
 signal; the loop asks `requested()` after each step, saves that step and raises
-`Interrupted`. Outside training (compiling, evaluating) the handler raises
-`Interrupted` at once: the last checkpoint on disk is where a rerun resumes.
+`Interrupted`. Outside training (compiling, evaluating, or before the window's first
+step has finished) the handler raises `Interrupted` at once: the last checkpoint on
+disk is where a rerun resumes.
 
 A second signal while one is pending raises at once, for a user who will not wait.
+
+Python runs a signal handler only between bytecodes of the main thread, so a signal
+that lands while it is inside native code (XLA compiling the model's first
+initialisation or a step, a device computation) waits seconds for it. The command
+line therefore also calls `stop_at_once_outside_training`: a watchdog thread woken by
+the signal itself ends the process at once unless training is past its first step
+(then the loop saves the step in flight, as above). Every exit on a signal goes
+through `exit_now`, which skips the interpreter's teardown: tearing the runtime down
+under a compile in flight crashed with SIGSEGV (status 139).
 """
 
 import contextlib
+import logging as python_logging
+import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import NoReturn
 
 import jax
 import numpy as np
@@ -43,11 +57,16 @@ class Interrupted(BaseException):
 
 _pending: int | None = None  # the signal recorded inside `deferred()`
 _deferring = False
+# Inside `deferred()`: whether a step has finished since it opened, i.e. whether there
+# is a step worth saving; `_window` counts the windows, for the watchdog's tally.
+_step_done = False
+_window = 0
+_exit_lock = threading.Lock()
 
 
 def _handle(signal_number: int, frame) -> None:
     global _pending
-    if _deferring and _pending is None:
+    if _deferring and _step_done and _pending is None:
         _pending = signal_number
         logging.warning("%s received: saving a checkpoint after the current step "
                         "(send it again to stop at once)", signal.Signals(signal_number).name)
@@ -75,14 +94,68 @@ def handled() -> Iterator[None]:
 def deferred() -> Iterator[None]:
     """Inside, a signal is recorded for `requested()` instead of raised (see module
     docstring); installs the handler too if it is not installed yet."""
-    global _deferring, _pending
+    global _deferring, _pending, _step_done, _window
     outer = _deferring
-    _deferring, _pending = True, None
+    _deferring, _pending, _step_done, _window = True, None, False, _window + 1
     try:
         with handled():
             yield
     finally:
-        _deferring, _pending = outer, None
+        _deferring, _pending, _step_done = outer, None, False
+
+
+def step_finished() -> None:
+    """Tells the watchdog that the training window has a step worth saving: from now
+    on a first signal waits for the loop to save it instead of ending the process."""
+    global _step_done
+    _step_done = True
+
+
+def exit_now(status: int, message: str) -> NoReturn:
+    """Prints `message`, flushes the log, and ends the process with `status` without
+    the interpreter's teardown (see the module docstring). What a run writes is
+    atomic (results, metrics, Orbax checkpoints) or checked when read (the code
+    cache, a curve's last line), so nothing saved is lost. The watchdog and the main
+    thread may both get here: the first one ends the process."""
+    with _exit_lock:
+        print(message, flush=True)
+        sys.stderr.flush()
+        for handler in python_logging.getLogger().handlers:
+            handler.flush()
+        os._exit(status)
+
+
+def stop_at_once_outside_training(message: Callable[[Interrupted], str]) -> None:
+    """From now on (call from the main thread, once), SIGTERM and SIGINT end the
+    process at once with `exit_now(128 + signal, message(Interrupted(signal)))`,
+    except inside `deferred()` after its first step: there the first signal is the
+    loop's to save, and a second one in the same window ends the process at once."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    # The C-level handler writes the signal's number here the moment it arrives,
+    # even while the main thread is inside native code.
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    threading.Thread(target=_watch, args=(read_end, message), daemon=True,
+                     name="signal-watchdog").start()
+
+
+def _watch(read_end: int, message: Callable[[Interrupted], str]) -> None:
+    window, signals_in_window = None, 0
+    while True:
+        received = os.read(read_end, 1)
+        if not received:
+            return
+        number = received[0]
+        if number not in HANDLED_SIGNALS:
+            continue
+        if _deferring and _step_done:
+            if window != _window:
+                window, signals_in_window = _window, 0
+            signals_in_window += 1
+            if signals_in_window == 1:
+                continue  # the loop saves the step in flight, then stops
+        stopped = Interrupted(number)
+        exit_now(stopped.exit_status, message(stopped))
 
 
 def requested(on_every_host: bool = False) -> int | None:

@@ -117,6 +117,7 @@ def fit(
             if step == first_step:
                 jax.block_until_ready(state)  # compilation ends here; rates start now
                 progress.start_timing(step + 1)
+                interrupts.step_finished()
             if (step + 1) % log_every_steps == 0 or step + 1 == last_step:
                 rows, pending = fetched(pending), []
                 writer.write(stage, rows)

@@ -190,6 +190,42 @@ def test_sigterm_from_outside_saves_exits_143_and_the_rerun_resumes(tmp_path):
     assert json.loads((tmp_path / "results.json").read_text())["mcqvae"]["steps"] == saved + 2
 
 
+def signal_at_startup(tmp_path, marker, signal_number=signal.SIGINT):
+    """Starts a :tiny run, sends `signal_number` once a stdout line starts with
+    `marker` (None: as soon as the interpreter runs), and returns (status, seconds
+    from the signal to the exit, stdout, stderr)."""
+    config = f"--config={REPO_ROOT / 'configs' / 'ctvae_shapes3d.py'}:tiny"
+    process = run_cli(config, f"--workdir={tmp_path}")
+    seen = []
+    while marker is not None:
+        line = process.stdout.readline()
+        assert line, (seen, process.communicate())
+        seen.append(line)
+        if line.startswith(marker):
+            break
+    if marker is None:
+        time.sleep(0.5)  # importing jax
+    signalled = time.monotonic()
+    process.send_signal(signal_number)
+    stdout, stderr = process.communicate(timeout=120)
+    return process.returncode, time.monotonic() - signalled, "".join(seen) + stdout, stderr
+
+
+@pytest.mark.parametrize("marker", [
+    None,  # importing
+    "workdir ",  # the model's initial state compiling
+    "[mcqvae] compiling the training step",  # the first step compiling, inside the loop
+])
+def test_a_signal_at_start_up_ends_at_once_with_130_and_no_crash(tmp_path, marker):
+    status, seconds, stdout, stderr = signal_at_startup(tmp_path, marker)
+    assert status == 130, (stdout, stderr[-3000:])
+    assert "Fatal Python error" not in stderr and "Traceback" not in stderr, stderr[-3000:]
+    assert seconds < 5, seconds  # not after the compile in flight
+    if marker is not None:
+        assert stdout.rstrip().endswith("stopped: SIGINT received: outside training; the last "
+                                        "checkpoint stands; rerun the same command to resume")
+
+
 # Unreadable checkpoints ----------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from causal_disent.runs import ct as ct_run
 from causal_disent.runs import mcqvae as mcqvae_run
 from causal_disent.runs import summary
 from causal_disent.runs import vae as vae_run
+from causal_disent.runs import workdir_lock
 from causal_disent.runs.config_file import write_config
 from causal_disent.runs.results import read_results
 from causal_disent.train import causalvae_stage, code_cache, config_ranges, ct_stage
@@ -139,6 +140,14 @@ def run(
     validate(config, workdir, mesh)
     if mode != "train":
         check_finished(config, workdir)
+    try:
+        with workdir_lock.held(workdir):
+            return _run_logged(config, workdir, mesh, mode, deadline, log_file)
+    except workdir_lock.WorkdirBusy as error:
+        raise InvalidRunError(str(error)) from None
+
+
+def _run_logged(config, workdir: Path, mesh, mode: str, deadline, log_file: bool) -> dict:
     handler = console.log_to_file(workdir / "log.txt") if log_file else None
     if handler is not None:
         handler.addFilter(checkpoint.quiet_orbax_info)

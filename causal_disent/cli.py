@@ -8,11 +8,17 @@ not exist 41, with the cause in the middle. `parse_flags_or_exit` (the
 
 `load_config_file` loads a config the way `--config=FILE.py[:variant]` does, for
 Python callers (notebooks, scripts) that train or inspect a config without flags.
+
+Configs build on one another (`from configs import betavae_dsprites_synth`); both
+loaders first make `configs` name the library's own configs/ directory
+(`make_configs_importable`), so a config file runs from any working directory and
+from a copy anywhere.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib.machinery
 import importlib.util
 import re
 import sys
@@ -23,12 +29,15 @@ import ml_collections
 from absl import flags
 
 CONFIG_FLAG = "config"
+# The repository's configs/, beside the package (a clone, installed with pip install -e).
+LIBRARY_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 _OVERRIDE = re.compile(rf"^--{CONFIG_FLAG}\.([\w.]+)=")
 _ERROR_LINE = re.compile(r"^\s*(?:\w+\.)*\w*(?:Error|Exception): (.+)$")
 
 
 def parse_flags_or_exit(argv: Sequence[str]) -> list[str]:
     """flags.FLAGS(argv), or exit with one `error:` line saying what is wrong."""
+    make_configs_importable()
     try:
         return flags.FLAGS(argv)
     except Exception as error:  # absl's flags.Error, ml_collections' Key/AttributeError
@@ -60,6 +69,7 @@ def load_config_file(argument: str, lock: bool = True) -> ml_collections.ConfigD
         raise FileNotFoundError(
             f"config file {path} does not exist (looked in {Path.cwd()}); pass "
             f"configs/<name>.py[:variant] from the repository root (see configs/)")
+    make_configs_importable()
     spec = importlib.util.spec_from_file_location(f"_config_{Path(path).stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -67,6 +77,17 @@ def load_config_file(argument: str, lock: bool = True) -> ml_collections.ConfigD
     if lock:
         config.lock()
     return config
+
+
+def make_configs_importable() -> None:
+    """Registers the library's configs/ as the package `configs`, unless a `configs`
+    is imported already: otherwise `from configs import ...` resolves only with the
+    repository root as the working directory."""
+    if "configs" in sys.modules or not LIBRARY_CONFIGS.is_dir():
+        return
+    spec = importlib.machinery.ModuleSpec("configs", None, is_package=True)
+    spec.submodule_search_locations = [str(LIBRARY_CONFIGS)]
+    sys.modules["configs"] = importlib.util.module_from_spec(spec)
 
 
 def explain(error: Exception, argv: Sequence[str]) -> str:
@@ -142,6 +163,10 @@ def _config_file_problem(text: str) -> str:
     if missing:
         return (f"config file {missing.group(1)} does not exist; pass "
                 f"--{CONFIG_FLAG}=configs/<name>.py[:variant] (see configs/)")
+    if re.search(r"No module named '?configs\b", text):
+        return (f"the config file builds on the library's configs/ (`from configs import "
+                f"...`), which this installation lacks ({LIBRARY_CONFIGS} does not exist): "
+                f"install from a clone of the repository with pip install -e .")
     return f"the config file failed to load: {_last_message(text)}"
 
 

@@ -1,5 +1,10 @@
 """Loading a config file from Python as `--config=FILE.py[:variant]` loads it."""
 
+import os
+import shutil
+import subprocess
+import sys
+
 import pytest
 
 from causal_disent import cli
@@ -30,3 +35,43 @@ def test_load_config_file_errors_name_the_problem(tmp_path, monkeypatch):
         cli.load_config_file("configs/nope.py:tiny")
     with pytest.raises(ValueError, match="unknown config variant 'huge'"):
         cli.load_config_file(str(REPO_ROOT / "configs" / "ctvae_shapes3d.py") + ":huge")
+
+
+COPIED_CONFIG_CHECK = """
+import sys
+from causal_disent import cli
+config = cli.load_config_file(sys.argv[1])
+print(config.stages, config.data.name)
+"""
+
+
+def python_without_the_repository_on_its_path(tmp_path):
+    """(env, cwd) for a subprocess that imports causal_disent (through a link) but
+    does not find the repository root on sys.path, as for a user's own directory."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "causal_disent").symlink_to(REPO_ROOT / "causal_disent")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(site), JAX_PLATFORMS="cpu")
+    workdir = tmp_path / "elsewhere"
+    workdir.mkdir()
+    return env, workdir
+
+
+def test_a_config_copied_anywhere_loads_from_any_working_directory(tmp_path):
+    """configs build on one another (`from configs import betavae_dsprites_synth`)."""
+    env, cwd = python_without_the_repository_on_its_path(tmp_path)
+    copy = cwd / "my_betavae.py"
+    shutil.copy(REPO_ROOT / "configs" / "betavae_shapes3d_synth.py", copy)
+    loaded = subprocess.run([sys.executable, "-c", COPIED_CONFIG_CHECK, f"{copy}:tiny"],
+                            env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.split()[-1] == "shapes3d_synth"
+    # The command line's loader (ml_collections' config flag) too: the config loads,
+    # and the run stops at the bad dataset name given with it.
+    ran = subprocess.run(
+        [sys.executable, "-m", "causal_disent.main", f"--config={copy}:tiny",
+         "--config.data.name=no_such_dataset", f"--workdir={tmp_path / 'w'}"],
+        env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 1
+    assert ran.stderr.strip().splitlines()[-1].startswith("error: unknown dataset"), ran.stderr

@@ -45,13 +45,13 @@ _OUTPUT = flags.DEFINE_string(
 def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
-    from causal_disent.runs.checkpoint import quiet_orbax_info
+    from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
     from causal_disent.utils import json_values
 
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     try:
         card, output = build_card()
-    except ValueError as error:  # bad flags, missing or unusable runs: say why, no trace
+    except (ValueError, CheckpointError) as error:  # bad flags, unusable runs: say why
         sys.exit(f"error: {error}")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json_values.dumps(card, indent=2) + "\n")

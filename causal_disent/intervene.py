@@ -46,14 +46,14 @@ DEFAULT_NUM_VALUES = 5
 def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
-    from causal_disent.runs.checkpoint import quiet_orbax_info
+    from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
     from causal_disent.utils import console
 
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     console.quiet_stderr()
     try:
         path = intervene()
-    except (ValueError, OSError) as error:  # bad flags, images, runs: one line, no trace
+    except (ValueError, OSError, CheckpointError) as error:  # bad flags, images, runs: one line
         sys.exit(f"error: {error}")
     print(f"intervention strip: {path.absolute()}")
 

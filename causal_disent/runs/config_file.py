@@ -8,8 +8,36 @@ from pathlib import Path
 import ml_collections
 
 
+# Config fields that name directories (a path or a sequence of paths; "" = unset).
+PATH_FIELDS = ("data.data_dir", "ct.mcqvae_workdir", "causalvae.train.compare_workdirs")
+
+
 class RunConfigError(ValueError):
     """WORKDIR/config.json is missing or unreadable; the message names the fix."""
+
+
+def with_absolute_paths(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """A copy of `config` whose PATH_FIELDS are absolute (`~` expanded, relative ones
+    taken from the current directory): a run stores it, so that its config.json means
+    the same thing to a command started from any other directory."""
+    config = config.copy_and_resolve_references()
+    for dotted in PATH_FIELDS:
+        *parents, name = dotted.split(".")
+        section = config
+        for part in parents:
+            section = section.get(part) if section is not None else None
+        if section is None or name not in section:
+            continue
+        value = section[name]
+        if isinstance(value, str):
+            section[name] = _absolute(value)
+        elif isinstance(value, (tuple, list)):
+            section[name] = tuple(_absolute(item) for item in value)
+    return config
+
+
+def _absolute(path: str) -> str:
+    return str(Path(path).expanduser().absolute()) if path else path
 
 
 def write_config(workdir: Path, config: ml_collections.ConfigDict) -> None:

@@ -47,6 +47,11 @@ def mcqvae_workdir(config: ml_collections.ConfigDict, workdir: Path) -> Path:
     return Path(config.ct.mcqvae_workdir) if config.ct.mcqvae_workdir else workdir
 
 
+def stage_one_elsewhere(config: ml_collections.ConfigDict) -> bool:
+    """Whether stage 2 takes its trained stage 1 from another run's workdir."""
+    return "ct" in config.stages and bool(config.get("ct", {}).get("mcqvae_workdir"))
+
+
 def stage_rngs(config: ml_collections.ConfigDict) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(init, train, eval) keys of stage 2."""
     return tuple(jax.random.split(jax.random.key(config.seed + 1), 3))

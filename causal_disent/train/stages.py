@@ -17,7 +17,7 @@ from causal_disent.runs import mcqvae as mcqvae_run
 from causal_disent.runs import summary
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs import workdir_lock
-from causal_disent.runs.config_file import write_config
+from causal_disent.runs.config_file import with_absolute_paths, write_config
 from causal_disent.runs.results import read_results
 from causal_disent.train import causalvae_stage, code_cache, config_ranges, ct_stage
 from causal_disent.train import deadline as deadline_lib
@@ -99,7 +99,7 @@ def check_finished(config: ml_collections.ConfigDict, workdir: Path) -> None:
     (its results recorded at a step whose checkpoint is there): what re-evaluating
     or redrawing needs."""
     recorded = read_results(workdir)
-    for stage in config.stages:
+    for stage in stages_to_run(config):
         step = recorded.get(stage, {}).get("steps")
         directory = checkpoint.checkpoint_dir(workdir, stage)
         if step is not None and (directory / str(step)).is_dir():
@@ -109,6 +109,13 @@ def check_finished(config: ml_collections.ConfigDict, workdir: Path) -> None:
         raise InvalidRunError(
             f"stage {stage!r} in {workdir} has not finished training ({where}); finish it "
             f"first by rerunning its training command with --workdir={workdir}")
+
+
+def stages_to_run(config: ml_collections.ConfigDict) -> list[str]:
+    """config.stages less stage 1 when stage 2 takes it from another run's workdir
+    (`ct.mcqvae_workdir`): training it again here would be wasted."""
+    return [stage for stage in config.stages
+            if not (stage == mcqvae_run.STAGE and ct_run.stage_one_elsewhere(config))]
 
 
 def run(
@@ -136,6 +143,8 @@ def run(
         raise InvalidRunError(f"mode must be one of {', '.join(runner.MODES)}, got {mode!r}")
     deadline = deadline if deadline is not None else deadline_lib.Deadline(max_minutes)
     workdir = Path(workdir).absolute()
+    if mode == "train":  # a finished run's config.json holds absolute paths already
+        config = with_absolute_paths(config)
     mesh = make_data_mesh()
     validate(config, workdir, mesh)
     if mode != "train":
@@ -168,8 +177,11 @@ def _run_stages(config, workdir: Path, mesh, mode: str, deadline) -> dict:
         write_config(workdir, config)
     recorded_before = read_results(workdir)
     results, seconds = {}, {}
+    if ct_run.stage_one_elsewhere(config) and mcqvae_run.STAGE in config.stages:
+        console.say(f"[{mcqvae_run.STAGE}] not trained here: stage 2 uses the finished "
+                    f"stage 1 in ct.mcqvae_workdir ({config.ct.mcqvae_workdir})")
     with deadline_lib.active(deadline):
-        for stage in config.stages:
+        for stage in stages_to_run(config):
             started = time.perf_counter()
             try:
                 results[stage] = STAGES[stage][0].run(config, workdir, mesh, mode)

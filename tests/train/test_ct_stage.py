@@ -157,6 +157,25 @@ def test_stage_one_checkpoint_of_another_architecture(two_stage_run, tmp_path):
         stages.validate(config, tmp_path, stages.make_data_mesh())
 
 
+def test_stage_two_on_another_runs_stage_one_by_relative_path(two_stage_run, tmp_path,
+                                                               monkeypatch):
+    """Stage 1 is not trained again, and the stored path works from anywhere."""
+    stage1_workdir, _ = two_stage_run
+    monkeypatch.chdir(stage1_workdir.parent)
+    config = tiny_config()  # stages ("mcqvae", "ct")
+    config.ct.mcqvae_workdir = stage1_workdir.name
+    workdir = tmp_path / "stage2"
+    results = stages.run(config, workdir)
+    assert set(results) == {"ct"}
+    assert not checkpoint.checkpoint_dir(workdir, "mcqvae").exists()
+    assert read_config(workdir).ct.mcqvae_workdir == str(stage1_workdir)
+    monkeypatch.chdir(tmp_path)  # the tools run from elsewhere find stage 1
+    result = run_intervene(workdir, "--index=3", "--action=floor_hue+", "--times=1",
+                           f"--out={tmp_path / 'strip.png'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert stages.run(read_config(workdir), workdir, mode="figures").keys() == {"ct"}
+
+
 def test_bad_ct_config_values(tmp_path):
     config = tiny_config()
     config.ct.objective.mode_proportions = (1.0, 0.0)

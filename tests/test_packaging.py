@@ -46,3 +46,11 @@ def test_the_constraints_pin_every_dependency():
 
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_the_docs_commands_use_the_environment_interpreter_of_the_first_command():
+    """A plain `python` without an activated venv ends in ModuleNotFoundError."""
+    plain = re.compile(r"(?<![\w./-])python (?=-m |-c |benchmarks/|tests/)|`python -m\n")
+    for path in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+        for number, line in enumerate(path.read_text().splitlines(keepends=True), 1):
+            assert not plain.search(line), f"{path.name}:{number}: {line.strip()}"

@@ -31,8 +31,9 @@ def test_tiny_run_from_the_command_line_with_overrides(tmp_path):
     assert f"workdir: {workdir}" in result.stdout
     assert json.loads((workdir / "results.json").read_text())["mcqvae"]["steps"] == 4
     out = result.stdout
-    for expected in ("[mcqvae] compiling the training step...",
-                     "[ct] compiling the standard step...", "images/s", "ETA",
+    for expected in ("[mcqvae] initialising the model (compiling its first state)...",
+                     "[mcqvae] compiling the training step...",
+                     "[ct] compiling the standard step...", "images/s", "pairs/s", "ETA",
                      "[ct] step 3: test action accuracy", "[mcqvae] evaluating step 4"):
         assert expected in out, out
     assert re.search(r"^  mcqvae +test PSNR \d+\.\d\d dB, MSE \d\.\d{4}, codebook perplexity "

@@ -157,6 +157,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         create_state=functools.partial(ct_run.create_state, model, init_rng, schedule),
         total_steps=total_steps, global_batch_size=cfg.optim.batch_size,
         plan=plan, finish=finish, learning_rate_fn=schedule, draw_figures=draw_figures,
+        batch_unit="pairs",
     ), workdir, mesh, mode)
 
 

@@ -31,6 +31,7 @@ def fit(
     deadline: Deadline | None = None,
     evaluate_every_steps: int = 0,
     evaluate_fn: Callable[[Any, int], None] | None = None,
+    batch_unit: str = "images",
 ):
     """Runs `step_fn(state, local_batch, step) -> (state, metrics)` from `first_step`
     to `last_step`, logging and checkpointing on the way; returns the final state.
@@ -106,7 +107,7 @@ def fit(
         save(state, step, [], force=True)
         checkpoints.wait()
 
-    progress = Progress(stage, last_step, global_batch_size)
+    progress = Progress(stage, last_step, global_batch_size, batch_unit)
     writer.discard_after(stage, first_step)
     pending: list[tuple[int, dict]] = []
     evaluate_if_due(state, first_step)

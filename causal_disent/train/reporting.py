@@ -44,13 +44,16 @@ class MetricsWriter:
 
 
 class Progress:
-    """Prints step, metrics, steps/s, images/s and ETA; timing starts after the first
-    step so compilation does not distort the rates."""
+    """Prints step, metrics, steps/s, examples/s (`batch_unit`: what a batch holds, e.g.
+    images or transition pairs) and ETA; timing starts after the first step so
+    compilation does not distort the rates."""
 
-    def __init__(self, stage: str, total_steps: int, global_batch_size: int):
+    def __init__(self, stage: str, total_steps: int, global_batch_size: int,
+                 batch_unit: str = "images"):
         self.stage = stage
         self.total_steps = total_steps
         self.global_batch_size = global_batch_size
+        self.batch_unit = batch_unit
         self._start_step = None
         self._start_time = None
 
@@ -72,7 +75,7 @@ class Progress:
             f"{k} {metrics[k]}" if isinstance(metrics[k], str)
             else f"{k} {to_python(metrics[k]):.4g}" for k in names
         ) + (" ..." if len(scalars) > len(names) else "")
-        speed = (f"{rate:.2f} steps/s, {rate * self.global_batch_size:.0f} images/s"
+        speed = (f"{rate:.2f} steps/s, {rate * self.global_batch_size:.0f} {self.batch_unit}/s"
                  if np.isfinite(rate) else "timing after the first step")
         console.progress(f"[{self.stage}]", step, self.total_steps,
                          f"| {shown} | {speed}, ETA {format_duration(eta)}")

@@ -30,6 +30,7 @@ def start_or_resume(
     """
     state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
     if state is None:
+        console.say(f"[{stage}] initialising the model (compiling its first state)...")
         state = jax.jit(create_state, out_shardings=replicated(mesh))()
         console.say(f"[{stage}] {sum(p.size for p in jax.tree.leaves(state.params)):,} "
                     f"parameters; training {total_steps:,} steps")

@@ -78,6 +78,7 @@ class Stage:
     learning_rate_fn: Callable | None = None  # an optax schedule, logged per row
     # (trained state, its results) -> None: writes WORKDIR/figures (called on process 0).
     draw_figures: Callable[[Any, dict], None] | None = None
+    batch_unit: str = "images"  # what one of global_batch_size is, for the progress line
 
 
 MODES = ("train", "eval", "figures")
@@ -114,6 +115,7 @@ def run_stage(stage: Stage, workdir: Path, mesh: Mesh, mode: str = "train") -> d
             writer=writer, log_every_steps=cfg.log_every_steps,
             learning_rate_fn=stage.learning_rate_fn,
             evaluate_every_steps=eval_every_steps, evaluate_fn=plan.curve_point,
+            batch_unit=stage.batch_unit,
         )
     else:  # killed after its last checkpoint: drop what that attempt logged past it
         writer.discard_after(stage.name, first_step)

@@ -29,7 +29,7 @@ def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) 
 
     Factor accuracy folds the two directions: argmax(q[:F] + q[F:]) == a* mod F.
     Also the chance levels of both accuracies, the accuracy per true action (None
-    for an action with no pair), and two count matrices (rows: true, columns:
+    for an action with no pair) and its number of pairs, and two count matrices (rows: true, columns:
     predicted): `confusion` over factors [F, F] and `action_confusion` over
     actions [2F, 2F].
     """
@@ -52,6 +52,7 @@ def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) 
         "action_chance": 1.0 / num_actions,
         "factor_chance": 1.0 / num_factors,
         "per_action_accuracy": per_action,
+        "per_action_pairs": np.bincount(true_actions, minlength=num_actions).tolist(),
         "confusion": confusion.tolist(),
         "action_confusion": action_confusion.tolist(),
     }

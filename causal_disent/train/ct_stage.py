@@ -141,6 +141,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     def finish(state) -> dict:
         results = ct_evaluation.evaluate_on_test(config, model, state.params, mcqvae,
                                                  mcqvae_params, encode, dataset, sampler, mesh)
+        # What the per-action lists and the confusions' rows and columns are.
+        action_names = transitions.dataset_action_names(dataset)
+        results["action_names"] = action_names
+        results["factor_names"] = [name[:-1] for name in action_names[:len(action_names) // 2]]
         if cfg.train.eval_every_steps > 0:
             results["curve"] = read_curve(workdir, STAGE)
         logging.info("[%s] results: %s", STAGE, {

@@ -50,9 +50,13 @@ def strict(value):
 
 def _not_finite_reason(value) -> str | None:
     """"nan", "inf" or "-inf" for a non-finite number; "k of n values were not finite"
-    for an array or list of numbers holding some; else None."""
+    for an array or list of numbers holding some; else None. A None in a list is a
+    value left out on purpose (e.g. the accuracy of an action with no test pair),
+    not a failure."""
     if isinstance(value, (dict, str)) or value is None:
         return None
+    if isinstance(value, (list, tuple)):
+        value = [item for item in value if item is not None]
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError):  # nested dicts, strings, ragged lists

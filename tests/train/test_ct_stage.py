@@ -54,6 +54,12 @@ def test_two_stage_run_writes_results_metrics_and_figures(two_stage_run):
     # Per-action diagnostics and the learning curve (every 3 steps, and the last).
     assert np.sum(ct["action_confusion"]) == 10 and np.shape(ct["action_confusion"]) == (12, 12)
     assert len(ct["per_action_accuracy"]) == 12
+    # The lists are labelled, and each action's pairs are counted.
+    assert ct["action_names"][:2] == ["floor_hue+", "wall_hue+"] and len(ct["action_names"]) == 12
+    assert ct["factor_names"] == ["floor_hue", "wall_hue", "object_hue", "scale", "shape",
+                                  "orientation"]
+    assert ct["per_action_pairs"] == np.sum(ct["action_confusion"], axis=1).tolist()
+    assert [a is None for a in ct["per_action_accuracy"]] == [n == 0 for n in ct["per_action_pairs"]]
     assert [point["step"] for point in ct["curve"]] == [0, 3, 6]
     assert all(0 <= point["action_accuracy"] <= 1 for point in ct["curve"])
     # The headline is named, and the draws sit beside it (curve points too).

@@ -364,11 +364,12 @@ def test_metric_rows_past_the_resumed_step_and_cut_lines_are_dropped(tmp_path):
 def test_strict_json_writes_null_with_the_reason_beside_it():
     record = {"tc": float("nan"), "kl": np.array([1.0, np.inf, -np.inf]), "ok": 2.0,
               "nested": {"x": np.float32("-inf")}, "rows": [{"y": float("nan")}],
-              "name": "run", "none": None}
+              "name": "run", "none": None, "per_action": [0.5, None, 1.0]}
     decoded = strict_json(json_values.dumps(record))
     assert decoded == {
         "tc": None, "tc_not_finite": "nan",
         "kl": [1.0, None, None], "kl_not_finite": "2 of 3 values were not finite",
         "ok": 2.0, "nested": {"x": None, "x_not_finite": "-inf"},
         "rows": [{"y": None, "y_not_finite": "nan"}], "name": "run", "none": None,
+        "per_action": [0.5, None, 1.0],  # left out on purpose (no pairs): no reason
     }

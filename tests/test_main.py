@@ -40,7 +40,8 @@ def test_tiny_run_from_the_command_line_with_overrides(tmp_path):
                      r"\d+\.\d +\d+m\d\ds$", out, re.MULTILINE), out
     assert re.search(r"^  ct +test action accuracy \d\.\d{3} \(chance 0\.083\), factor "
                      r"accuracy \d\.\d{3} \(chance 0\.167\), most likely structure; over 2 "
-                     r"Gumbel draws \d\.\d{3} ± \d\.\d{3} / \d\.\d{3} ± \d\.\d{3} +\d+m\d\ds$",
+                     r"Gumbel draws \d\.\d{3} ± \d\.\d{3} / \d\.\d{3} ± \d\.\d{3} \(10 test pairs\) "
+                     r"+\d+m\d\ds$",
                      out, re.MULTILINE), out
     assert f"tensorboard --logdir {workdir}" in out
     # No third-party noise: no INFO lines (the TPU probe, Orbax's chatter), no untrue

@@ -56,6 +56,8 @@ def _ct(results: dict) -> str:
                  f"{draws['action_accuracy']['mean']:.3f} ± {draws['action_accuracy']['std']:.3f}"
                  f" / {draws['factor_accuracy']['mean']:.3f} ± "
                  f"{draws['factor_accuracy']['std']:.3f}")
+    if "num_pairs" in results:  # curve points score their own, smaller set
+        text += f" ({results['num_pairs']} test pairs)"
     return text
 
 

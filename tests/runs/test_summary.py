@@ -24,6 +24,8 @@ def test_headlines_name_each_stages_figures():
         "test_nll": {"mean": 75.0, "std": 0.5}}}) == (
         "3 seeds: test NLL 75.0 ± 0.5 (each seed's run in seeds/)")
     assert summary.headline("ct", {"steps": 3}) == "(see results.json)"  # an older entry
+    assert summary.headline("ct", {**CT_RESULTS["ct"], "num_pairs": 2000}).endswith(
+        "factor accuracy 0.803 (chance 0.167) (2000 test pairs)")
 
 
 def test_the_table_gives_times_and_points_at_the_files_that_exist(tmp_path):

@@ -46,9 +46,10 @@ def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
-    from causal_disent.utils import json_values
+    from causal_disent.utils import console, json_values
 
     logging.get_absl_handler().addFilter(quiet_orbax_info)
+    console.quiet_stderr()  # JAX's backend probe and other INFO lines: not for the user
     try:
         card, output = build_card()
     except (ValueError, CheckpointError) as error:  # bad flags, unusable runs: say why

@@ -89,9 +89,15 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
 
 
 def headline(name: str, result: dict) -> str:
-    """The scalars metric `name` is usually quoted by, for printing."""
-    return ", ".join(f"{key} {result[key]:.4f}" for key in METRICS[name].headline
-                     if key in result)
+    """The scalars metric `name` is usually quoted by, for printing ("n/a" for one
+    recorded as not finite); a FactorVAE score with no active latent dimension says
+    so instead of showing its conventional 0."""
+    text = ", ".join(f"{key} {'n/a' if result[key] is None else f'{result[key]:.4f}'}"
+                     for key in METRICS[name].headline if key in result)
+    if result.get("num_active_dims") == 0:
+        text += (" (no active latent dimension: every latent's variance is below the "
+                 "threshold, and the score is 0 by convention)")
+    return text
 
 
 def headline_scores(card: dict) -> dict[str, float]:

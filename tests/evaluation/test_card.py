@@ -3,6 +3,7 @@ caching of encoded images, the command line."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -143,6 +144,7 @@ def test_command_line_writes_and_prints_the_card(tmp_path):
     assert set(metrics) == {"mig", "betavae"}
     assert metrics["betavae"]["scores"]["eval_accuracy"] == 1.0
     assert "betavae" in result.stdout and "metrics card:" in result.stdout
+    assert not re.search(r"^I\d{4} ", result.stderr, re.MULTILINE), result.stderr  # no INFO
 
 
 @pytest.mark.parametrize("args, message", [
@@ -168,3 +170,14 @@ def test_headline_scores_name_metric_and_score_in_card_order():
                             "dci.informativeness_test"]
     assert scores["mig.discrete_mig"] == 0.5 and scores["dci.informativeness_test"] == 0.75
     assert np.isnan(scores["dci.completeness"])  # a non-finite score is recorded as null
+
+
+def test_printed_headlines_say_n_a_and_why_a_factorvae_score_is_zero():
+    assert card.headline("dci", {"disentanglement": 0.25, "completeness": None}).startswith(
+        "disentanglement 0.2500, completeness n/a")
+    dead = card.headline("factorvae", {"train_accuracy": 0.0, "eval_accuracy": 0.0,
+                                       "num_active_dims": 0})
+    assert dead.endswith("(no active latent dimension: every latent's variance is below the "
+                         "threshold, and the score is 0 by convention)")
+    assert "no active" not in card.headline("factorvae", {"eval_accuracy": 0.5,
+                                                          "num_active_dims": 3})

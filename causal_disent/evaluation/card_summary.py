@@ -26,6 +26,24 @@ RESULTS_FILE = "results.json"
 # and the interventional-consistency summaries (evaluation/consistency_scores.py).
 RESULT_KEYS = ("test_bce",)
 CONSISTENCY_KEYS = ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean")
+# The markdown table's column titles (the JSON output keeps the keys).
+COLUMN_TITLES = {
+    "mig.discrete_mig": "MIG",
+    "sap.sap_score": "SAP",
+    "dci.disentanglement": "DCI disentanglement",
+    "dci.completeness": "DCI completeness",
+    "dci.informativeness_test": "DCI informativeness (test)",
+    "betavae.eval_accuracy": "BetaVAE score",
+    "factorvae.eval_accuracy": "FactorVAE score",
+    "modularity_explicitness.modularity_score": "modularity",
+    "modularity_explicitness.explicitness_score_test": "explicitness (test)",
+    "unsupervised.gaussian_total_correlation": "Gaussian total correlation",
+    "test_bce": "test NLL (BCE)",
+    "consistency.inv_off_diagonal": "INV off-diagonal",
+    "consistency.inv_diagonal": "INV diagonal",
+    "consistency.eqv_mean": "EQV mean",
+    "consistency.scn_mean": "SCN mean",
+}
 
 
 def expand_runs(path: str | Path) -> list[Path]:
@@ -45,15 +63,12 @@ def expand_runs(path: str | Path) -> list[Path]:
 def read_run_scores(run: Path, representation: str | None = None) -> dict[str, float]:
     """{column: value}: the headline scores of `run`'s card (`representation`, or the
     card's first) as "<metric>.<score>", plus RESULT_KEYS and the consistency
-    summaries ("consistency.<key>") from its results.json. A run needs one of the two
-    files; FileNotFoundError naming the command that writes the card otherwise."""
+    summaries ("consistency.<key>") from its results.json. FileNotFoundError naming
+    the command that writes the card when the run gives no score at all (no card, and
+    no such key in its results.json, e.g. a CT-VAE or CausalVAE run)."""
     card_path = run if run.is_file() else run / CARD_FILE
     results_path = run / RESULTS_FILE if run.is_dir() else None
     has_results = results_path is not None and results_path.is_file()
-    if not card_path.is_file() and not has_results:
-        raise FileNotFoundError(
-            f"no {CARD_FILE} in {run}: score the run first with "
-            f"`python -m causal_disent.evaluate --workdir={run} --metrics=all`")
     scores = card_scores(card_path, representation) if card_path.is_file() else {}
     if has_results:
         for stage_results in json.loads(results_path.read_text()).values():
@@ -63,6 +78,11 @@ def read_run_scores(run: Path, representation: str | None = None) -> dict[str, f
             for key in CONSISTENCY_KEYS:
                 if key in stage_results.get("consistency", {}):
                     scores[f"consistency.{key}"] = _number(stage_results["consistency"][key])
+    if not scores:
+        raise FileNotFoundError(
+            f"no {CARD_FILE} in {run}, and no score to show in its results.json: score "
+            f"the run first with `python -m causal_disent.evaluate --workdir={run} "
+            f"--metrics=all`")
     return scores
 
 
@@ -103,10 +123,11 @@ def format_cell(mean: float, spread: float, digits: int) -> str:
 def markdown_table(groups: Sequence[tuple[str, dict[str, tuple[float, float, int]]]],
                    digits: int = 3) -> str:
     """A markdown table, one row per (label, aggregate), one column per score any group
-    has (card order, then RESULT_KEYS), with the number of runs; "–" where a group
+    has (card order, then RESULT_KEYS; titled by COLUMN_TITLES), with the number of runs; "–" where a group
     lacks a score. Scores over 10 (the NLLs) get one decimal."""
     columns = list(dict.fromkeys(column for _, summary in groups for column in summary))
-    lines = ["| runs | n | " + " | ".join(columns) + " |",
+    titles = [COLUMN_TITLES.get(column, column) for column in columns]
+    lines = ["| runs | n | " + " | ".join(titles) + " |",
              "|---|---|" + "---|" * len(columns)]
     for label, summary in groups:
         count = max((n for _, _, n in summary.values()), default=0)

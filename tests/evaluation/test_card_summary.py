@@ -75,7 +75,7 @@ def test_markdown_table_rows_columns_and_missing_cells(tmp_path):
     identity = card_summary.aggregate([{"mig.discrete_mig": 0.9}])
     table = card_summary.markdown_table([("model", trained), ("identity", identity)])
     lines = table.splitlines()
-    assert lines[0] == "| runs | n | mig.discrete_mig | test_bce |"
+    assert lines[0] == "| runs | n | MIG | test NLL (BCE) |"
     assert lines[2] == "| model | 2 | 0.200 ± 0.141 | 71.0 ± 1.4 |"
     assert lines[3] == "| identity | 1 | 0.900 | – |"
 
@@ -85,6 +85,10 @@ def test_missing_run_card_and_representation_are_named(tmp_path):
         card_summary.expand_runs(tmp_path / "nowhere")
     (tmp_path / "unscored").mkdir()
     with pytest.raises(FileNotFoundError, match="causal_disent.evaluate --workdir="):
+        card_summary.read_run_scores(tmp_path / "unscored")
+    (tmp_path / "unscored" / "results.json").write_text(json.dumps(  # a CT-VAE run's
+        {"mcqvae": {"test_psnr": 25.0}, "ct": {"action_accuracy": 0.8}}))
+    with pytest.raises(FileNotFoundError, match="no score to show in its results.json"):
         card_summary.read_run_scores(tmp_path / "unscored")
     run = write_run(tmp_path / "w", mig=0.1, dci=0.1)
     with pytest.raises(ValueError, match="no representation 'concepts'; it has encoder_mean"):

@@ -7,6 +7,7 @@ next to the data, and mapping factor tuples to records.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
@@ -61,9 +62,11 @@ def open_split(name: str, split: str, data_dir: str, how_to_prepare: str):
     """
     import tensorflow_datasets as tfds  # deferred: heavy, and optional for procedural data
 
-    builder = tfds.builder(name, data_dir=data_dir)
-    where = os.fspath(builder.data_path)
-    if not builder.is_prepared():
+    with _without_missing_folder_warning():
+        builder = tfds.builder(name, data_dir=data_dir)
+        where = os.fspath(builder.data_path)
+        prepared = builder.is_prepared()
+    if not prepared:
         raise DatasetNotPreparedError(
             f"{name} is not prepared: looked for {where} (data_dir={data_dir}).\n"
             f"Prepare it with:\n{how_to_prepare}"
@@ -86,6 +89,25 @@ def open_split(name: str, split: str, data_dir: str, how_to_prepare: str):
         name, split=split, data_dir=data_dir, download=False, decoders=skip_images
     )
     return source, where
+
+
+class _MissingFolderWarning(logging.Filter):
+    """TFDS warns "Variant folder ... has no dataset_info.json" when the dataset is
+    not prepared, which the error that follows says better, with the fix."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Variant folder")
+
+
+@contextlib.contextmanager
+def _without_missing_folder_warning():
+    quiet = _MissingFolderWarning()
+    logger = logging.getLogger("absl")
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def decode_images(encoded: Sequence[bytes], shape: tuple[int, int, int]) -> np.ndarray:

@@ -1,6 +1,9 @@
 """The dataset CLIs: contact sheets (`data.show`) and descriptions (`data.describe`)."""
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -8,6 +11,7 @@ from PIL import Image
 
 from causal_disent.data import describe, registry, show
 from causal_disent.data.shapes3d_synth import Shapes3DSynth
+from tests.helpers import REPO_ROOT
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +119,14 @@ def test_describe_lists_a_range_for_long_factors():
 def test_registry_lists_every_dataset_module():
     for name in registry.DATASETS:
         registry.check_dataset_name(name)
+
+
+def test_describe_an_unprepared_real_dataset_is_one_error_without_tfds_warnings(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "causal_disent.data.describe", "dsprites",
+         f"--data_dir={tmp_path}"],
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu"),
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: dsprites is not prepared"), result.stderr
+    assert "Variant folder" not in result.stderr

@@ -27,6 +27,7 @@ Logic lives in `causal_disent.train`, which the tests exercise directly.
 """
 
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -123,7 +124,7 @@ def _run() -> None:
                                    process_id=_PROCESS_ID.value)
     try:
         stages.run(config, workdir, max_minutes=_MAX_MINUTES.value, mode=_MODE.value,
-                   log_file=True)
+                   log_file=True, command=_command_line())
     except (stages.InvalidRunError, CheckpointError, NonFiniteTraining) as error:
         sys.exit(f"error: {error}")
     except TimeBudgetExhausted as paused:
@@ -136,27 +137,42 @@ def _stopped_line(stopped: interrupts.Interrupted) -> str:
 
 
 def _config_and_workdir():
-    """(config, workdir) from the flags: the --config file for training, the run's own
+    """(config, workdir) from the flags: the --config file for training (or, with
+    --workdir alone, the run's own config.json, to resume it), the run's own
     config.json for --mode=eval / figures; exits with one line when they are missing."""
-    if _MODE.value == "train":
-        if flags.FLAGS["config"].present == 0:
-            sys.exit("error: --config=FILE.py[:variant] is required to train (see configs/); "
-                     "to evaluate a finished run use --workdir=W --mode=eval")
+    if _MODE.value == "train" and flags.FLAGS["config"].present:
         config = cli.loaded_config_or_exit(_CONFIG.value)
         workdir = _WORKDIR.value
         if workdir is None:
             workdir = default_workdir(config_flags.get_config_filename(flags.FLAGS["config"]))
             print(f"workdir: {workdir.absolute()}")
         return config, Path(workdir)
+    if _MODE.value == "train" and (_WORKDIR.value is None
+                                   or not (Path(_WORKDIR.value) / "config.json").exists()):
+        where = "" if _WORKDIR.value is None else f" ({_WORKDIR.value} holds no run to resume)"
+        sys.exit(f"error: --config=FILE.py[:variant] is required to train{where}; see "
+                 "configs/. --workdir=W alone resumes the run in W; to evaluate a finished "
+                 "run use --workdir=W --mode=eval")
     if _WORKDIR.value is None:
         sys.exit(f"error: --mode={_MODE.value} needs --workdir=W, the workdir of a finished run")
     if flags.FLAGS["config"].present:
         sys.exit(f"error: --mode={_MODE.value} uses the run's own config "
                  f"({_WORKDIR.value}/config.json); drop --config")
     try:
-        return read_config(_WORKDIR.value), Path(_WORKDIR.value)
+        config = read_config(_WORKDIR.value)
     except RunConfigError as error:
         sys.exit(f"error: {error}")
+    if _MODE.value == "train":
+        print(f"resuming {Path(_WORKDIR.value).absolute()} with its own config.json "
+              f"(its commands: command.txt)")
+    config.lock()  # as the command line's: a misspelt field fails
+    return config, Path(_WORKDIR.value)
+
+
+def _command_line() -> str:
+    """This command as a shell line that reruns it from anywhere."""
+    return (f"cd {shlex.quote(os.getcwd())} && {shlex.quote(sys.executable)} -m "
+            f"causal_disent.main {shlex.join(sys.argv[1:])}")
 
 
 if __name__ == "__main__":

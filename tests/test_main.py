@@ -59,6 +59,17 @@ def test_tiny_run_from_the_command_line_with_overrides(tmp_path):
     assert [event.step for event in events.Scalars("test/action_accuracy")] == [0, 3, 6]
     assert "results/action_accuracy" in events.Tags()["scalars"]
     assert {"figures/ct_interventions", "figures/ct_confusion"} <= set(events.Tags()["images"])
+    # --workdir alone resumes the run with its own config.json (here: both stages are
+    # finished, so nothing runs); command.txt holds both commands, rerunnable anywhere.
+    again = run_cli(f"--workdir={workdir}", cwd=REPO_ROOT)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"resuming {workdir} with its own config.json" in again.stdout
+    assert "[ct] already finished at step 6; skipped" in again.stdout
+    commands = (workdir / "command.txt").read_text().splitlines()
+    assert len(commands) == 2
+    assert commands[0].endswith(f"UTC  cd {tmp_path} && {sys.executable} -m causal_disent.main "
+                                f"--config={config} --config.mcqvae.train.num_steps=4")
+    assert commands[1].endswith(f"-m causal_disent.main --workdir={workdir}")
 
 
 def test_bad_override_fails_with_a_clear_message(tmp_path):

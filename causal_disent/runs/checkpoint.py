@@ -172,6 +172,17 @@ def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -
         manager.close()
 
 
+def _differences(saved, current, path: str = ""):
+    """(dotted path, saved value, current value) of every leaf that differs between
+    two nested dicts, so that an error names the fields, not two whole configs."""
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in sorted(set(saved) | set(current)):
+            yield from _differences(saved.get(key), current.get(key),
+                                    f"{path}.{key}" if path else str(key))
+    elif saved != current:
+        yield path, saved, current
+
+
 def check_signature(directory: Path, step: int, signature: dict, manager) -> None:
     try:
         saved = manager.restore(
@@ -181,11 +192,8 @@ def check_signature(directory: Path, step: int, signature: dict, manager) -> Non
         raise _corrupt(directory / str(step), error) from error
     if saved == signature:
         return
-    differences = [
-        f"{key}: checkpoint {saved.get(key)!r} vs config {signature.get(key)!r}"
-        for key in sorted(set(saved) | set(signature))
-        if saved.get(key) != signature.get(key)
-    ]
+    differences = [f"{path}: checkpoint {old!r} vs config {new!r}"
+                   for path, old, new in _differences(saved, signature)]
     raise CheckpointError(
         f"the workdir holds a checkpoint of an incompatible config at "
         f"{directory / str(step)} ({'; '.join(differences)}). Use a new --workdir, "

@@ -2,6 +2,7 @@
 whatever uses the run later (evaluation, the CT-VAE and CausalVAE interventions, a
 compared run)."""
 
+import datetime
 import json
 from pathlib import Path
 
@@ -38,6 +39,17 @@ def with_absolute_paths(config: ml_collections.ConfigDict) -> ml_collections.Con
 
 def _absolute(path: str) -> str:
     return str(Path(path).expanduser().absolute()) if path else path
+
+
+COMMAND_FILE = "command.txt"
+
+
+def record_command(workdir: Path, command: str) -> None:
+    """Appends `command` (a shell line) with the UTC time to WORKDIR/command.txt: the
+    history of the commands that ran on the workdir."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    with (Path(workdir) / COMMAND_FILE).open("a") as f:
+        f.write(f"{now}  {command}\n")
 
 
 def write_config(workdir: Path, config: ml_collections.ConfigDict) -> None:

@@ -17,7 +17,7 @@ from causal_disent.runs import mcqvae as mcqvae_run
 from causal_disent.runs import summary
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs import workdir_lock
-from causal_disent.runs.config_file import with_absolute_paths, write_config
+from causal_disent.runs.config_file import record_command, with_absolute_paths, write_config
 from causal_disent.runs.results import read_results
 from causal_disent.train import causalvae_stage, code_cache, config_ranges, ct_stage
 from causal_disent.train import deadline as deadline_lib
@@ -125,6 +125,7 @@ def run(
     deadline: deadline_lib.Deadline | None = None,
     mode: str = "train",
     log_file: bool = False,
+    command: str | None = None,
 ) -> dict:
     """Validates, then runs config.stages in order; returns {stage: results}.
 
@@ -137,7 +138,8 @@ def run(
     `mode` "eval" evaluates every stage of a finished run again (results.json and
     figures rewritten, checkpoints untouched); "figures" only redraws the figures.
     `log_file`: append the whole log to WORKDIR/log.txt while the stages run (the
-    command line's; tests leave it off).
+    command line's; tests leave it off). `command`: the shell line that started the
+    run, appended with the time to WORKDIR/command.txt.
     """
     if mode not in runner.MODES:
         raise InvalidRunError(f"mode must be one of {', '.join(runner.MODES)}, got {mode!r}")
@@ -151,6 +153,8 @@ def run(
         check_finished(config, workdir)
     try:
         with workdir_lock.held(workdir):
+            if command is not None and jax.process_index() == 0:
+                record_command(workdir, command)
             return _run_logged(config, workdir, mesh, mode, deadline, log_file)
     except workdir_lock.WorkdirBusy as error:
         raise InvalidRunError(str(error)) from None

@@ -25,11 +25,12 @@ def test_save_then_restore(tmp_path):
     checkpoints.close()
 
 
-def test_incompatible_config_is_named(tmp_path):
-    save_one(tmp_path, {"model": {"k": 8}, "data": "shapes3d_synth"})
-    with pytest.raises(checkpoint.CheckpointError, match=r"incompatible config.*model"):
+def test_incompatible_config_names_only_the_fields_that_differ(tmp_path):
+    save_one(tmp_path, {"model": {"k": 8, "widths": [4, 8]}, "data": "shapes3d_synth"})
+    with pytest.raises(checkpoint.CheckpointError,
+                       match=r"incompatible config.*\(model\.k: checkpoint 8 vs config 16\)"):
         checkpoint.check_workdir_compatible(
-            tmp_path, "mcqvae", {"model": {"k": 16}, "data": "shapes3d_synth"}
+            tmp_path, "mcqvae", {"model": {"k": 16, "widths": [4, 8]}, "data": "shapes3d_synth"}
         )
     checkpoint.check_workdir_compatible(tmp_path, "other_stage", {"model": {"k": 16}})
 

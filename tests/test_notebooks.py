@@ -86,6 +86,8 @@ def test_notebook_is_stored_clean_with_install_and_parameters_cells(path):
     assert len(install) == 1, "one Colab install cell"
     assert "REPOSITORY_URL = " in install[0] and "pip install -q -e ." in install[0]
     assert 'jax[cuda12]' in install[0] and 'jax[tpu]' in install[0]
+    # The placeholder URL is refused with what to do; runs can go to Google Drive.
+    assert 'if "<you>" in REPOSITORY_URL:' in install[0] and "RUNS_ON_DRIVE = False" in install[0]
     parameters = parameters_cells(notebook)
     assert len(parameters) == 1, "one code cell tagged `parameters`"
     assert "TINY = False" in parameters[0].source

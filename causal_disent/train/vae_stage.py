@@ -24,7 +24,7 @@ import ml_collections
 from jax.sharding import Mesh
 
 from causal_disent.data import pipeline, registry
-from causal_disent.evaluation import consistency_scores, curves, vae_evaluation
+from causal_disent.evaluation import consistency_scores, curves, traversal, vae_evaluation
 from causal_disent.models.vae import check_discriminator_config
 from causal_disent.objectives import consistency
 from causal_disent.objectives.vae import (
@@ -51,6 +51,8 @@ from causal_disent.utils.sharding import check_batch_divisible
 STAGE = vae_run.STAGE
 # What a learning-curve point records (vae_evaluation.vae_evaluator's keys).
 CURVE_KEYS = ("test_nll", "test_bce", "test_mse", "test_kl")
+# The traversal figure: test images traversed, and those that give each latent's spread.
+TRAVERSED_IMAGES, SPREAD_IMAGES = 3, 512
 TRAINS_MANY_SEEDS = True  # config.num_seeds > 1 is supported (train/seed_stacking.py)
 
 
@@ -161,6 +163,11 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
             results.get("xblock"))
         image_stages.draw_reconstructions(STAGE, model, params, dataset, split["test"],
                                           run_workdir)
+        test = split["test"]
+        traversal.save_traversal_figure(
+            model, params, dataset.images(test[:TRAVERSED_IMAGES]),
+            dataset.images(test[:SPREAD_IMAGES]),
+            run_workdir / "figures" / f"{STAGE}_traversals.png")
 
     if seeds_format.num_seeds(config) > 1:
         return _run_stacked(config, workdir, mesh, mode, dataset, split, model, step_fn,

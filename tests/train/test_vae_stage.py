@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from PIL import Image
 
 from causal_disent.data import registry
 from causal_disent.evaluation import vae_evaluation
@@ -72,6 +73,8 @@ def test_tiny_end_to_end_run_writes_results_and_figure(tiny_run):
     assert len(saved["test_kl_per_latent"]) == 3
     np.testing.assert_allclose(sum(saved["test_kl_per_latent"]), saved["test_kl"], atol=1e-3)
     assert (workdir / "figures" / "vae_reconstructions.png").stat().st_size > 0
+    with Image.open(workdir / "figures" / "vae_traversals.png") as traversals:
+        assert traversals.height > 3 * 64 and traversals.width > 3 * 7 * 64  # 3 latents
     rows = metrics_log.read_rows(workdir, validation=False)  # training rows
     assert [row["step"] for row in rows] == [1, 2, 3, 4]
     for row in rows:

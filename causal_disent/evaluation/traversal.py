@@ -1,0 +1,75 @@
+"""Latent traversals of a trained VAE-family model: each latent swept while the
+others keep a test image's encoding, the figure by which disentangling VAEs are
+usually judged by eye (Higgins et al., "β-VAE: Learning Basic Visual Concepts with a
+Constrained Variational Framework", ICLR 2017, Fig. 7).
+
+The sweep is in units of each latent's own spread σ_j (the standard deviation of the
+encoder means over a set of test images), so that it means the same for a VAE,
+whose active latents spread about as N(0, 1) and inactive ones hardly at all, and
+for a plain autoencoder, whose latents have no prior scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from causal_disent.utils import figures
+from causal_disent.utils.images import images_to_unit_range
+
+OFFSETS = (-3, -2, -1, 0, 1, 2, 3)  # in units of the latent's spread σ_j
+
+
+def traversal_latents(means: np.ndarray, spread: np.ndarray,
+                      offsets: Sequence[float] = OFFSETS) -> np.ndarray:
+    """[n, d, K, d] latents: latents[i, j, k] is `means[i]` [n, d] with latent j moved
+    by offsets[k]·spread[j] and every other latent kept."""
+    means, spread = np.asarray(means, np.float32), np.asarray(spread, np.float32)
+    count, width = means.shape
+    latents = np.broadcast_to(means[:, None, None, :],
+                              (count, width, len(offsets), width)).copy()
+    moves = np.asarray(offsets, np.float32)[None, :] * spread[:, None]  # [d, K]
+    for j in range(width):
+        latents[:, j, :, j] += moves[j]
+    return latents
+
+
+def decoded_latents(model) -> int:
+    """How many of the leading latents the decoder reads: a LadderVAE decodes from its
+    bottom layer alone, every other model from all of them."""
+    sizes = getattr(model, "latent_sizes", None)
+    return int(sizes[0]) if sizes else int(model.num_latents)
+
+
+def save_traversal_figure(model, params, images: np.ndarray, spread_images: np.ndarray,
+                          path: str | Path, title: str | None = None) -> Path:
+    """Writes the traversal grid of the uint8 test `images` [n, H, W, ch]: one row per
+    decoded latent j, and for each image a group of columns with latent j at the
+    image's encoding + offset·σ_j for each of OFFSETS (σ_j over the uint8
+    `spread_images` [m, H, W, ch]). `model` has encode(images) -> (mean, ·) and
+    decode(latents) -> logits. Returns the path written."""
+    host_params = {"params": jax.device_get(params)}
+    encode = jax.jit(lambda x: model.apply(host_params, x, method=model.encode)[0])
+    decode = jax.jit(lambda z: jax.nn.sigmoid(model.apply(host_params, z, method=model.decode)))
+    spread = np.asarray(encode(images_to_unit_range(spread_images))).std(axis=0)
+    means = np.asarray(encode(images_to_unit_range(images)))
+    shown = decoded_latents(model)
+    latents = traversal_latents(means, spread)[:, :shown]  # [n, shown, K, d]
+    count, _, steps, width = latents.shape
+    decoded = np.asarray(decode(latents.reshape(-1, width)))
+    grid = figures.to_uint8(decoded).reshape(count, shown, steps, *images.shape[1:])
+    grid = grid.transpose(1, 0, 2, 3, 4, 5).reshape(shown, count * steps, *images.shape[1:])
+    columns = [f"image {i + 1}" if offset == 0 else f"{offset:+d}σ"
+               for i in range(count) for offset in OFFSETS]
+    rows = [f"z{j} (σ {spread[j]:.2f})" for j in range(shown)]
+    layer = " of the bottom layer" if shown < model.num_latents else ""
+    title = title or (
+        f"Latent traversals{layer}: each row moves one latent by −3σ … +3σ from the "
+        f"encoding of {count} test images\n(σ: that latent's spread over "
+        f"{len(spread_images)} test images), the other latents fixed")
+    figure, _ = figures.draw_image_grid(grid, title=title, row_labels=rows,
+                                        column_labels=columns)
+    return figures.save_figure(figure, path)

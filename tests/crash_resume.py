@@ -53,6 +53,9 @@ def command(workdir: Path, stages: list[str], steps: int) -> list[str]:
 def launch(workdir: Path, stages: list[str], steps: int) -> subprocess.Popen:
     workdir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    # A process killed while it writes an entry of the test session's compilation
+    # cache (tests/conftest.py) would leave a partial file for the next ones to read.
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
     log = (workdir.parent / f"{workdir.name}.log").open("a")
     return subprocess.Popen(command(workdir, stages, steps), env=env, cwd=REPO_ROOT,
                             stdout=log, stderr=subprocess.STDOUT)

@@ -1,0 +1,252 @@
+r"""How much of a training run the loop, not the compiled step, costs.
+
+  python benchmarks/loop_overhead.py                       # every case, 200 steps each
+  python benchmarks/loop_overhead.py --cases=betavae,ct --steps=100
+
+Each case trains one stage with `stages.run`, exactly as `causal_disent.main` does
+(the input pipeline, host-to-device transfer, dispatch, logging, metrics rows,
+checkpoints, signal checks; learning-curve points off), and times the loop from the
+end of its first step (compilation) to its return. Then it times the bare compiled
+step of the same stage on one batch already on the device, for the same number of
+steps and the same sequence of modes, with nothing else in the loop. It prints both
+rates, their ratio, and where the loop's time went:
+
+  data       waiting for the next host batch (the pipeline's background thread)
+  step call  the step function: host -> device transfer of the batch, preparing it
+             (stage 2: images -> codes) and dispatching the jitted step
+  rows       writing metrics.jsonl and TensorBoard rows at each log step
+  saves      checkpoint saves (periodic and final) and the wait for them
+  rest       the remainder: the host waiting for the device when it reads a log
+             step's metrics back (on an idle host, most of the device's compute
+             time lands here), progress lines, signal and deadline checks
+
+Cases (configs at their `:small` sizes on `*_synth` data): betavae (S = 1),
+betavae_s8 (8 stacked seeds), factorvae, mcqvae (CT-VAE stage 1) and ct (stage 2,
+its codes encoded by the frozen stage 1 in each step: the code cache of the paper
+config would first encode all 480 000 images, minutes on a CPU). The last line is
+JSON with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # runs from a checkout without installing the package
+
+import jax  # noqa: E402
+
+from causal_disent import cli  # noqa: E402
+from causal_disent.runs import checkpoint  # noqa: E402
+from causal_disent.train import loop, reporting, runner, stages  # noqa: E402
+from causal_disent.utils.sharding import batch_sharded, global_batch, replicated  # noqa: E402
+
+CASES = {
+    # name: (config, stage timed, overrides)
+    "betavae": ("configs/betavae_dsprites_synth.py:small", "vae", {}),
+    "betavae_s8": ("configs/betavae_dsprites_synth.py:small", "vae", {"num_seeds": 8}),
+    "factorvae": ("configs/factorvae_dsprites_synth.py:small", "vae", {}),
+    "mcqvae": ("configs/ctvae_shapes3d.py:small", "mcqvae", {"stages": ("mcqvae",)}),
+    "ct": ("configs/ctvae_shapes3d.py:small", "ct", {"ct.train.code_source": "encode"}),
+}
+PARTS = ("data", "step call", "rows", "saves")
+
+
+class Recorder:
+    """Wraps the loop's parts for one stage and keeps what the bare timing needs."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.seconds = dict.fromkeys(PARTS, 0.0)
+        self.training = self.mesh = self.first_batch = self.state = None
+        self.first_step = self.timed_from = self.timed_to = None
+        self.steps_run = 0
+
+    def add(self, part: str, started: float) -> None:
+        if self.timed_from is not None:  # after the first (compiling) step
+            self.seconds[part] += time.perf_counter() - started
+
+    @contextlib.contextmanager
+    def installed(self):
+        original_step_fn = runner.compiled_step_fn
+        original_fit = loop.fit
+        original_write = reporting.MetricsWriter.write
+        original_save = checkpoint.StageCheckpoints.save
+        original_wait = checkpoint.StageCheckpoints.wait
+        original_timing = reporting.Progress.start_timing
+        recorder = self
+
+        def step_fn_factory(training, mesh, stage=""):
+            step_fn = original_step_fn(training, mesh, stage)
+            if stage != recorder.stage:
+                return step_fn
+            recorder.training, recorder.mesh = training, mesh
+
+            def timed_step(state, local_batch, step):
+                if recorder.first_batch is None:
+                    recorder.first_batch, recorder.first_step = local_batch, step
+                started = time.perf_counter()
+                new_state, metrics = step_fn(state, local_batch, step)
+                recorder.add("step call", started)
+                recorder.state = new_state
+                recorder.steps_run += 1
+                return new_state, metrics
+
+            return timed_step
+
+        def timed_batches(batches):
+            iterator = iter(batches)
+            while True:
+                started = time.perf_counter()
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    return
+                recorder.add("data", started)
+                yield batch
+
+        def fit(**kwargs):
+            if kwargs["stage"] != recorder.stage:
+                return original_fit(**kwargs)
+            kwargs["local_batches"] = timed_batches(kwargs["local_batches"])
+            state = original_fit(**kwargs)
+            recorder.timed_to = time.perf_counter()
+            return state
+
+        def timing(progress, step):
+            if progress.stage == recorder.stage:
+                recorder.timed_from = time.perf_counter()
+            return original_timing(progress, step)
+
+        def write(writer, stage, rows):
+            started = time.perf_counter()
+            original_write(writer, stage, rows)
+            if stage == recorder.stage:
+                recorder.add("rows", started)
+
+        def save(checkpoints, *args, **kwargs):
+            started = time.perf_counter()
+            original_save(checkpoints, *args, **kwargs)
+            if checkpoints.directory.name == recorder.stage:
+                recorder.add("saves", started)
+
+        def wait(checkpoints):
+            started = time.perf_counter()
+            original_wait(checkpoints)
+            if checkpoints.directory.name == recorder.stage:
+                recorder.add("saves", started)
+
+        runner.compiled_step_fn = step_fn_factory
+        runner.fit = fit
+        reporting.MetricsWriter.write = write
+        checkpoint.StageCheckpoints.save = save
+        checkpoint.StageCheckpoints.wait = wait
+        reporting.Progress.start_timing = timing
+        try:
+            yield self
+        finally:
+            runner.compiled_step_fn = original_step_fn
+            runner.fit = original_fit
+            reporting.MetricsWriter.write = original_write
+            checkpoint.StageCheckpoints.save = original_save
+            checkpoint.StageCheckpoints.wait = original_wait
+            reporting.Progress.start_timing = original_timing
+
+
+def bare_rate(recorder: Recorder, steps: int) -> float:
+    """Steps/s of the stage's jitted step(s) on one device-resident batch, in the
+    loop's sequence of modes, with nothing else in the loop."""
+    training, mesh = recorder.training, recorder.mesh
+    batch = global_batch(recorder.first_batch, mesh)
+    if training.prepare_batch is not None:
+        batch = training.prepare_batch(batch)
+    compiled = {mode: jax.jit(step, in_shardings=(replicated(mesh), batch_sharded(mesh),
+                                                  replicated(mesh)),
+                              out_shardings=(replicated(mesh), replicated(mesh)),
+                              donate_argnums=0)
+                for mode, step in training.steps.items()}
+    first = recorder.first_step
+    modes = [next(iter(compiled)) if training.mode_of_step is None
+             else training.mode_of_step(first + k) for k in range(steps)]
+    state = recorder.state
+    for mode in dict.fromkeys(modes):  # compile each mode once, untimed
+        state, _ = compiled[mode](state, batch, training.rng)
+    jax.block_until_ready(state)
+    started = time.perf_counter()
+    for mode in modes:
+        state, _ = compiled[mode](state, batch, training.rng)
+    jax.block_until_ready(state)
+    return steps / (time.perf_counter() - started)
+
+
+def configured(case: str, steps: int):
+    path, stage, overrides = CASES[case]
+    config = cli.load_config_file(str(REPO / path), lock=False)
+    section = config[stage]
+    section.train.num_steps = steps
+    section.train.eval_every_steps = 0
+    for name in ("num_eval_images", "num_eval_pairs"):
+        if name in section.train:
+            section.train[name] = 64
+    if stage == "ct":  # a short stage 1 to load; only stage 2 is timed
+        config.mcqvae.train.num_steps = 20
+        config.mcqvae.train.eval_every_steps = 0
+        config.mcqvae.train.num_eval_images = 64
+    for dotted, value in overrides.items():
+        *parents, name = dotted.split(".")
+        target = config
+        for part in parents:
+            target = target[part]
+        target[name] = value
+    return config, stage
+
+
+def measure(case: str, steps: int) -> dict:
+    config, stage = configured(case, steps)
+    with tempfile.TemporaryDirectory() as workdir, Recorder(stage).installed() as recorder:
+        stages.run(config, workdir)
+        loop_seconds = recorder.timed_to - recorder.timed_from
+        timed_steps = recorder.steps_run - 1  # from the end of the first step
+        loop_rate = timed_steps / loop_seconds
+        rate = bare_rate(recorder, timed_steps)
+    parts = {part: seconds / timed_steps * 1e3 for part, seconds in recorder.seconds.items()}
+    parts["rest"] = loop_seconds / timed_steps * 1e3 - sum(parts.values())
+    return {"steps": timed_steps, "loop_steps_per_s": loop_rate, "bare_steps_per_s": rate,
+            "ratio": loop_rate / rate, "ms_per_step": parts,
+            "bare_ms_per_step": 1e3 / rate}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--steps", type=int, default=200)
+    args = parser.parse_args()
+    cases = [case.strip() for case in args.cases.split(",") if case.strip()]
+    unknown = [case for case in cases if case not in CASES]
+    if unknown:
+        sys.exit(f"error: unknown case {unknown[0]!r}; known: {', '.join(CASES)}")
+    device = jax.devices()[0]
+    print(f"{platform.processor() or platform.machine()}, {device.platform} "
+          f"({device.device_kind}), jax {jax.__version__}, {args.steps} steps per case")
+    header = (f"{'case':11s} {'loop/s':>8s} {'bare/s':>8s} {'ratio':>6s}   ms per step: "
+              f"{'bare':>6s} " + " ".join(f"{part:>9s}" for part in (*PARTS, "rest")))
+    print(header)
+    results = {}
+    for case in cases:
+        figures = results[case] = measure(case, args.steps)
+        parts = figures["ms_per_step"]
+        print(f"{case:11s} {figures['loop_steps_per_s']:8.2f} {figures['bare_steps_per_s']:8.2f} "
+              f"{figures['ratio']:6.3f}   {'':13s}{figures['bare_ms_per_step']:6.1f} "
+              + " ".join(f"{parts[part]:9.2f}" for part in (*PARTS, "rest")), flush=True)
+    print(json.dumps({"device": device.device_kind, "steps": args.steps, "cases": results}))
+
+
+if __name__ == "__main__":
+    main()

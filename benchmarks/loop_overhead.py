@@ -145,33 +145,27 @@ class Recorder:
             if stage == recorder.stage:
                 recorder.add("rows", started)
 
-        def save(checkpoints, *args, **kwargs):
-            started = time.perf_counter()
-            original_save(checkpoints, *args, **kwargs)
-            if checkpoints.directory.name == recorder.stage:
-                recorder.add("saves", started)
+        def timed_saving(original):
+            def timed(checkpoints, *args, **kwargs):
+                started = time.perf_counter()
+                original(checkpoints, *args, **kwargs)
+                if checkpoints.directory.name == recorder.stage:
+                    recorder.add("saves", started)
+            return timed
 
-        def wait(checkpoints):
-            started = time.perf_counter()
-            original_wait(checkpoints)
-            if checkpoints.directory.name == recorder.stage:
-                recorder.add("saves", started)
-
-        runner.compiled_step_fn = step_fn_factory
-        runner.fit = fit
-        reporting.MetricsWriter.write = write
-        checkpoint.StageCheckpoints.save = save
-        checkpoint.StageCheckpoints.wait = wait
-        reporting.Progress.start_timing = timing
+        patches = [(runner, "compiled_step_fn", step_fn_factory), (runner, "fit", fit),
+                   (reporting.MetricsWriter, "write", write),
+                   (checkpoint.StageCheckpoints, "save", timed_saving(original_save)),
+                   (checkpoint.StageCheckpoints, "wait", timed_saving(original_wait)),
+                   (reporting.Progress, "start_timing", timing)]
+        originals = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+        for owner, name, replacement in patches:
+            setattr(owner, name, replacement)
         try:
             yield self
         finally:
-            runner.compiled_step_fn = original_step_fn
-            runner.fit = original_fit
-            reporting.MetricsWriter.write = original_write
-            checkpoint.StageCheckpoints.save = original_save
-            checkpoint.StageCheckpoints.wait = original_wait
-            reporting.Progress.start_timing = original_timing
+            for owner, name, original in originals:
+                setattr(owner, name, original)
 
 
 def bare_rate(recorder: Recorder, steps: int) -> float:

@@ -16,14 +16,15 @@ the tests run):
 Override any field:  --config.mcqvae.optim.learning_rate=1e-3
 
 Reproduce on one GPU (`:gpu`: paper model sizes with the authors' one codebook,
-about 12 minutes of an H200, see `_make_gpu`) as a series of commands of at most
+about 7.5 minutes of an H200, see `_make_gpu`) as a series of commands of at most
 10 minutes each, e.g. on preemptible machines sharing the directory W. Install a
 CUDA jax once (`.venv/bin/pip install -U "jax[cuda12]"`), then run
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py:gpu --workdir=W --max_minutes=9
 and run that same command again while it exits with status 3 ("paused: stage ...
 at step ...; rerun the same command to continue"); status 0 means both stages are
-finished (expect 2 commands on an H200). Each command resumes from the checkpoint the
-previous one saved when its 9 minutes were spent, with the same data order.
+finished (one command on an H200, 7 min 13 s measured; more on slower cards).
+Each command resumes from the checkpoint the previous one saved when its 9 minutes
+were spent, with the same data order.
 `WORKDIR=W launch/gpu_reproduce.sh` runs one such command, and
 `WORKDIR=W launch/gpu_reproduce.sh --until-done` reruns it until done. Learning
 curves: W/curves/mcqvae.jsonl (test PSNR every 2500 steps) and W/curves/ct.jsonl
@@ -254,20 +255,23 @@ def _make_tiny(config: ml_collections.ConfigDict) -> None:
 
 def _make_gpu(config: ml_collections.ConfigDict) -> None:
     """The paper's model sizes for both stages (C = 1: N = 64 causal variables, as in
-    the CT-VAE authors' config), on a budget of about 12 minutes of one H200, with
-    learning curves and checkpoints frequent enough for 10-minute preemptible
-    commands (see the module docstring for the command series).
+    the CT-VAE authors' config), on a budget of about 8 minutes of one H200 (one
+    10-minute command), with learning curves and checkpoints frequent enough for
+    preemptible machines (see the module docstring for the command series).
 
     Measured on one H200 (jax 0.11.2, whole runs: data, logging, checkpoints and
-    curve points included): stage 1 runs 160 steps/s (64 images a step), stage 2
-    about 115 steps/s once compiled (proportions 0.3 / 0.6 / 0.1, batch 16).
-    Stage 1 stops at 10 000 steps (33.8 dB, about 1.9 epochs, 1.6 minutes): a
-    15 000-step run diverged at step 14 000 (34.1 dB at 13 500, then 12.8 dB with a
-    collapsed codebook), and the run warns when its final PSNR falls that far below
-    its best curve point. 60 000 stage-2 steps (2.9 of the paper's 100 epochs) take
-    about 9 minutes, plus 12 curve points of 1000 test pairs, each scored 9 times
-    (headline and 8 draws). On 2 CPU cores and a small layer, mostly-action
-    proportions learned far faster per step than the authors' (0.77, 0.115, 0.115).
+    curve points included; results/gpu_2026-11-26_h200_ctvae_40k/): stage 1 ran
+    10 000 steps (64 images a step) in 1 min 18 s to 32.9 dB; stage 2 ran 40 000
+    steps at 140 steps/s once compiled (proportions 0.3 / 0.6 / 0.1, batch 16), 5 min
+    48 s with 9 curve points of 1000 test pairs, each scored 9 times (headline and
+    8 draws), to 0.771 / 0.803 (most likely structure) and 0.903 / 0.956 (8 draws).
+    Stage 1 stops at 10 000 steps: a 15 000-step run diverged at step 14 000 (34.1 dB
+    at 13 500, then 12.8 dB with a collapsed codebook), and the run warns when its
+    final PSNR falls that far below its best curve point. 40 000 stage-2 steps are
+    1.9 of the paper's 100 epochs; the headline curve is flat from 20 000 steps on,
+    the draws' still rise by about 0.005 every 5000. On 2 CPU cores and a small
+    layer, mostly-action proportions learned far faster per step than the authors'
+    (0.77, 0.115, 0.115).
     """
     train = config.mcqvae.train
     train.num_steps = 10_000
@@ -284,7 +288,7 @@ def _make_gpu(config: ml_collections.ConfigDict) -> None:
     ct.optim.schedule = "cosine"
     ct.optim.final_learning_fraction = 0.05
     train = ct.train
-    train.num_steps = 60_000
+    train.num_steps = 40_000
     train.log_every_steps = 500
     # About 45 s of work lost at most when a machine is taken away unwarned.
     train.checkpoint_every_steps = 5000

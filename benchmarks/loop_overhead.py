@@ -69,7 +69,11 @@ CASES = {
     "factorvae": ("configs/factorvae_dsprites_synth.py:small", "vae", {}),
     "mcqvae": ("configs/ctvae_shapes3d.py:small", "mcqvae", {"stages": ("mcqvae",)}),
     "ct": ("configs/ctvae_shapes3d.py:small", "ct", {"ct.train.code_source": "encode"}),
+    # The code cache encodes all 480 000 images first: seconds on a GPU, about half
+    # an hour on 2 CPU cores.
+    "ct_cache": ("configs/ctvae_shapes3d.py:small", "ct", {"ct.train.code_source": "cache"}),
 }
+DEFAULT_CASES = ("betavae", "betavae_s8", "factorvae", "mcqvae", "ct")
 PARTS = ("data", "step call", "rows", "saves")
 
 
@@ -81,7 +85,12 @@ class Recorder:
         self.seconds = dict.fromkeys(PARTS, 0.0)
         self.training = self.mesh = self.first_batch = self.state = None
         self.first_step = self.timed_from = self.timed_to = None
-        self.steps_run = 0
+        self.steps_per_call = 1
+        self.calls = 0
+        # Calls that compiled a mode first met after the first call (CT-VAE stage 2
+        # compiles each mode when it first runs): left out of the loop's time.
+        self.compiling_seconds, self.compiling_calls = 0.0, 0
+        self.modes_seen: set = set()
 
     def add(self, part: str, started: float) -> None:
         if self.timed_from is not None:  # after the first (compiling) step
@@ -97,23 +106,33 @@ class Recorder:
         original_timing = reporting.Progress.start_timing
         recorder = self
 
-        def step_fn_factory(training, mesh, stage=""):
-            step_fn = original_step_fn(training, mesh, stage)
+        def step_fn_factory(training, mesh, stage="", steps_per_call=1):
+            step_fn, rows_of_call = original_step_fn(training, mesh, stage, steps_per_call)
             if stage != recorder.stage:
-                return step_fn
+                return step_fn, rows_of_call
             recorder.training, recorder.mesh = training, mesh
+            recorder.steps_per_call = steps_per_call
 
             def timed_step(state, local_batch, step):
                 if recorder.first_batch is None:
                     recorder.first_batch, recorder.first_step = local_batch, step
+                modes = ({training.mode_of_step(s) for s in range(step, step + steps_per_call)}
+                         if training.mode_of_step is not None and steps_per_call == 1 else set())
+                compiles = recorder.calls > 0 and bool(modes - recorder.modes_seen)
+                recorder.modes_seen |= modes
                 started = time.perf_counter()
                 new_state, metrics = step_fn(state, local_batch, step)
-                recorder.add("step call", started)
+                if compiles:
+                    jax.block_until_ready(new_state)
+                    recorder.compiling_seconds += time.perf_counter() - started
+                    recorder.compiling_calls += 1
+                else:
+                    recorder.add("step call", started)
                 recorder.state = new_state
-                recorder.steps_run += 1
+                recorder.calls += 1
                 return new_state, metrics
 
-            return timed_step
+            return timed_step, rows_of_call
 
         def timed_batches(batches):
             iterator = iter(batches)
@@ -172,7 +191,12 @@ def bare_rate(recorder: Recorder, steps: int) -> float:
     """Steps/s of the stage's jitted step(s) on one device-resident batch, in the
     loop's sequence of modes, with nothing else in the loop."""
     training, mesh = recorder.training, recorder.mesh
-    batch = global_batch(recorder.first_batch, mesh)
+    batch = recorder.first_batch
+    if recorder.steps_per_call > 1:  # one step's batch of the first call's k
+        batch = jax.tree.map(lambda x: x[0], batch)
+    if training.device_data is not None:  # the rows' data, gathered once on the host
+        batch = training.device_data.gather(training.device_data.table, batch)
+    batch = global_batch(batch, mesh)
     if training.prepare_batch is not None:
         batch = training.prepare_batch(batch)
     compiled = {mode: jax.jit(step, in_shardings=(replicated(mesh), batch_sharded(mesh),
@@ -194,11 +218,16 @@ def bare_rate(recorder: Recorder, steps: int) -> float:
     return steps / (time.perf_counter() - started)
 
 
-def configured(case: str, steps: int):
+def configured(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off"):
     path, stage, overrides = CASES[case]
     config = cli.load_config_file(str(REPO / path), lock=False)
     section = config[stage]
     section.train.num_steps = steps
+    section.train.steps_per_call = steps_per_call
+    section.train.device_data = device_data
+    for name in ("log_every_steps", "checkpoint_every_steps"):  # multiples of k
+        section.train[name] = max(steps_per_call,
+                                  section.train[name] // steps_per_call * steps_per_call)
     section.train.eval_every_steps = 0
     for name in ("num_eval_images", "num_eval_pairs"):
         if name in section.train:
@@ -216,12 +245,13 @@ def configured(case: str, steps: int):
     return config, stage
 
 
-def measure(case: str, steps: int) -> dict:
-    config, stage = configured(case, steps)
+def measure(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off") -> dict:
+    config, stage = configured(case, steps, steps_per_call, device_data)
     with tempfile.TemporaryDirectory() as workdir, Recorder(stage).installed() as recorder:
         stages.run(config, workdir)
-        loop_seconds = recorder.timed_to - recorder.timed_from
-        timed_steps = recorder.steps_run - 1  # from the end of the first step
+        loop_seconds = recorder.timed_to - recorder.timed_from - recorder.compiling_seconds
+        # From the end of the first (compiling) call.
+        timed_steps = (recorder.calls - 1 - recorder.compiling_calls) * steps_per_call
         loop_rate = timed_steps / loop_seconds
         rate = bare_rate(recorder, timed_steps)
     parts = {part: seconds / timed_steps * 1e3 for part, seconds in recorder.seconds.items()}
@@ -233,8 +263,12 @@ def measure(case: str, steps: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps_per_call", type=int, default=1,
+                        help="the timed stage's train.steps_per_call")
+    parser.add_argument("--device_data", default="off", choices=("auto", "on", "off"),
+                        help="the timed stage's train.device_data")
     args = parser.parse_args()
     cases = [case.strip() for case in args.cases.split(",") if case.strip()]
     unknown = [case for case in cases if case not in CASES]
@@ -242,18 +276,22 @@ def main() -> None:
         sys.exit(f"error: unknown case {unknown[0]!r}; known: {', '.join(CASES)}")
     device = jax.devices()[0]
     print(f"{platform.processor() or platform.machine()}, {device.platform} "
-          f"({device.device_kind}), jax {jax.__version__}, {args.steps} steps per case")
+          f"({device.device_kind}), jax {jax.__version__}, {args.steps} steps per case, "
+          f"steps_per_call {args.steps_per_call}, device_data {args.device_data}")
     header = (f"{'case':11s} {'loop/s':>8s} {'bare/s':>8s} {'ratio':>6s}   ms per step: "
               f"{'bare':>6s} " + " ".join(f"{part:>9s}" for part in (*PARTS, "rest")))
     print(header)
     results = {}
     for case in cases:
-        figures = results[case] = measure(case, args.steps)
+        figures = results[case] = measure(case, args.steps, args.steps_per_call,
+                                          args.device_data)
         parts = figures["ms_per_step"]
         print(f"{case:11s} {figures['loop_steps_per_s']:8.2f} {figures['bare_steps_per_s']:8.2f} "
               f"{figures['ratio']:6.3f}   {'':13s}{figures['bare_ms_per_step']:6.1f} "
               + " ".join(f"{parts[part]:9.2f}" for part in (*PARTS, "rest")), flush=True)
-    print(json.dumps({"device": device.device_kind, "steps": args.steps, "cases": results}))
+    print(json.dumps({"device": device.device_kind, "steps": args.steps,
+                      "steps_per_call": args.steps_per_call, "device_data": args.device_data,
+                      "cases": results}))
 
 
 if __name__ == "__main__":

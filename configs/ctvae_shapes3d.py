@@ -82,6 +82,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     train.checkpoint_every_steps = 2000
     train.max_checkpoints_to_keep = 3
     train.prefetch_batches = 2
+    # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
+    # dispatch; logs, checkpoints and curve points then fall on multiples of k.
+    train.steps_per_call = 1
+    # Training data on the devices, the host sending row indices (train/device_data.py):
+    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device.
+    train.device_data = "auto"
+    train.device_data_max_gb = 4.0
     # Test images evaluated at the end (0 = the whole test split).
     train.num_eval_images = 0
     train.eval_batch_size = 256
@@ -145,6 +152,13 @@ def _add_ct_stage(config: ml_collections.ConfigDict) -> None:
     train.checkpoint_every_steps = 5000
     train.max_checkpoints_to_keep = 3
     train.prefetch_batches = 2
+    # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
+    # dispatch; logs, checkpoints and curve points then fall on multiples of k.
+    train.steps_per_call = 1
+    # Training data on the devices, the host sending row indices (train/device_data.py):
+    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device.
+    train.device_data = "auto"
+    train.device_data_max_gb = 4.0
     train.num_eval_pairs = 2000
     train.eval_batch_size = 64
     # The headline accuracy takes every action's mask and graph at their most likely

@@ -42,29 +42,29 @@ class Trial:
         return self.equal_params and self.equal_results
 
 
-def command(workdir: Path, stages: list[str], steps: int) -> list[str]:
+def command(workdir: Path, stages: list[str], steps: int, extra=()) -> list[str]:
     overrides = [f"--config.stages=({', '.join(repr(s) for s in stages)},)"]
     overrides += [f"--config.{stage}.train.num_steps={steps}" for stage in stages]
     return [sys.executable, "-m", "causal_disent.main",
             f"--config={REPO_ROOT / 'configs' / 'ctvae_shapes3d.py'}:tiny",
-            f"--workdir={workdir}", *overrides]
+            f"--workdir={workdir}", *overrides, *extra]
 
 
-def launch(workdir: Path, stages: list[str], steps: int) -> subprocess.Popen:
+def launch(workdir: Path, stages: list[str], steps: int, extra=()) -> subprocess.Popen:
     workdir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
     # A process killed while it writes an entry of the test session's compilation
     # cache (tests/conftest.py) would leave a partial file for the next ones to read.
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     log = (workdir.parent / f"{workdir.name}.log").open("a")
-    return subprocess.Popen(command(workdir, stages, steps), env=env, cwd=REPO_ROOT,
+    return subprocess.Popen(command(workdir, stages, steps, extra), env=env, cwd=REPO_ROOT,
                             stdout=log, stderr=subprocess.STDOUT)
 
 
-def run_to_end(workdir: Path, stages: list[str], steps: int) -> float:
+def run_to_end(workdir: Path, stages: list[str], steps: int, extra=()) -> float:
     """Runs the command to completion; its wall time in seconds."""
     start = time.monotonic()
-    process = launch(workdir, stages, steps)
+    process = launch(workdir, stages, steps, extra)
     if process.wait() != 0:
         log = (workdir.parent / f"{workdir.name}.log").read_text()
         raise RuntimeError(f"the run in {workdir} failed:\n{log[-3000:]}")
@@ -108,21 +108,22 @@ def last_logged(workdir: Path) -> str:
 
 
 def run_trials(trials: int, stages: list[str], steps: int, root: Path, seed: int = 0,
-               report=print) -> list[Trial]:
+               report=print, extra=()) -> list[Trial]:
+    """`extra`: more command-line flags for every run (e.g. config overrides)."""
     rng = random.Random(seed)
     reference = root / "uninterrupted"
-    reference_seconds = run_to_end(reference, stages, steps)
+    reference_seconds = run_to_end(reference, stages, steps, extra)
     report(f"uninterrupted: {reference_seconds:.1f} s")
     results = []
     for index in range(trials):
         workdir = root / f"trial_{index}"
         delay = rng.uniform(0.2, 0.95) * reference_seconds
-        process = launch(workdir, stages, steps)
+        process = launch(workdir, stages, steps, extra)
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
         process.wait()
         logged = last_logged(workdir)
-        run_to_end(workdir, stages, steps)
+        run_to_end(workdir, stages, steps, extra)
         log = (root / f"{workdir.name}.log").read_text()
         trial = Trial(
             killed_after_s=delay, last_logged=logged,
@@ -146,13 +147,17 @@ def main() -> None:
     parser.add_argument("--stages", default="mcqvae,ct")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--override", action="append", default=[],
+                        help="A flag for every run, e.g. "
+                        "--override=--config.mcqvae.train.steps_per_call=2 (repeatable).")
     parser.add_argument("--root", default=None, help="Where the workdirs go (default: a "
                         "new temporary directory).")
     args = parser.parse_args()
     import tempfile
 
     root = Path(args.root or tempfile.mkdtemp(prefix="crash_resume_"))
-    trials = run_trials(args.trials, args.stages.split(","), args.steps, root, args.seed)
+    trials = run_trials(args.trials, args.stages.split(","), args.steps, root, args.seed,
+                        extra=args.override)
     passed = sum(trial.ok for trial in trials)
     print(f"{passed}/{len(trials)} resumed runs equal the uninterrupted one ({root})")
     sys.exit(0 if passed == len(trials) else 1)

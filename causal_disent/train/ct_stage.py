@@ -13,6 +13,7 @@ import functools
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
 from absl import logging
@@ -27,7 +28,7 @@ from causal_disent.objectives import ct as ct_objectives
 from causal_disent.runs import ct as ct_run
 from causal_disent.runs import mcqvae as mcqvae_run
 from causal_disent.runs.results import append_curve_point, read_curve
-from causal_disent.train import ct_codes, runner
+from causal_disent.train import ct_codes, device_data, runner
 from causal_disent.train.state import SCHEDULES, stage_schedule, train_step
 from causal_disent.utils import console
 from causal_disent.utils.sharding import check_batch_divisible, process_slice
@@ -95,6 +96,27 @@ def transition_batches(dataset, sampler, split_name, batch_size, first_step, las
     return batch_stream(render, first_step, last_step, prefetch)
 
 
+def code_device_data(codes: np.ndarray, sampler, batch_size: int, first_step: int,
+                     last_step: int, prefetch: int) -> device_data.DeviceData:
+    """The code cache as a device table; each step's batch sends the pairs' image
+    indices and actions, and the step gathers their codes (as transition_batches
+    reads them from the cache on the host)."""
+    local = process_slice(batch_size)
+
+    def batch(step):
+        pairs = sampler.batch("train", step, batch_size)
+        return {name: pairs[name][local] for name in ("x_index", "y_index", "action")}
+
+    def gather(table: dict, batch: dict) -> dict:
+        return {"x_codes": table["codes"][batch["x_index"]].astype(jnp.int32),
+                "y_codes": table["codes"][batch["y_index"]].astype(jnp.int32),
+                "action": batch["action"]}
+
+    return device_data.DeviceData(table={"codes": codes},
+                                  batches=batch_stream(batch, first_step, last_step, prefetch),
+                                  gather=gather)
+
+
 def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         mode: str = "train") -> dict:
     """Trains (or resumes) stage 2, evaluates on the test split, writes figures and
@@ -123,6 +145,12 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         if cfg.train.eval_every_steps > 0:
             curve_point = curve_evaluator(config, model, dataset, sampler, encode,
                                           mcqvae_params, codes, mesh, workdir, eval_rng)
+        if codes is None and cfg.train.get("steps_per_call", 1) > 1:
+            raise ValueError(
+                "ct.train.steps_per_call > 1 needs the code cache, but this run encodes "
+                "each batch's images: set --config.ct.train.code_source=cache, or "
+                "--config.ct.train.steps_per_call=1")
+        on_devices = codes is not None and device_data.wanted(STAGE, cfg.train, codes.nbytes)
         training = runner.Training(
             steps={mode: functools.partial(
                        train_step, loss_fn=functools.partial(
@@ -133,8 +161,11 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                                        codes=codes),
             rng=train_rng,
             mode_of_step=functools.partial(mode_of_step, config.seed, proportions=proportions),
-            prepare_batch=functools.partial(ct_codes.batch_codes, encode=encode,
-                                            mcqvae_params=mcqvae_params),
+            prepare_batch=None if on_devices else functools.partial(
+                ct_codes.batch_codes, encode=encode, mcqvae_params=mcqvae_params),
+            device_data=code_device_data(codes, sampler, cfg.optim.batch_size, first_step,
+                                         total_steps, cfg.train.prefetch_batches)
+            if on_devices else None,
         )
         return runner.Plan(training, curve_point)
 

@@ -12,7 +12,7 @@ from absl import logging
 
 from causal_disent.data import pipeline, registry, splits
 from causal_disent.evaluation import reconstruction
-from causal_disent.train import runner
+from causal_disent.train import device_data, runner
 
 # Test images in the reconstruction figure.
 FIGURE_IMAGES = 8
@@ -29,17 +29,60 @@ def training_data(config: ml_collections.ConfigDict, batch_size: int):
 
 
 def image_training(steps: dict, dataset, batcher: pipeline.EpochShuffledBatches,
-                   first_step: int, total_steps: int, prefetch: int,
-                   rng: jax.Array, auxiliary=None) -> runner.Training:
+                   first_step: int, total_steps: int, train_config: ml_collections.ConfigDict,
+                   rng: jax.Array, auxiliary=None, stage: str = "") -> runner.Training:
     """`steps` trained on this host's batches {"image"} of `batcher`'s images, from
-    `first_step` to `total_steps`, with "auxiliary" = `auxiliary(indices)` if given."""
+    `first_step` to `total_steps`, with "auxiliary" = `auxiliary(indices)` if given;
+    the images kept on the devices when `train_config.device_data` asks for it."""
     return runner.Training(
         steps=steps,
         batches=pipeline.image_batches(dataset, batcher, first_step, total_steps,
-                                       jax.process_index(), jax.process_count(), prefetch,
-                                       auxiliary),
+                                       jax.process_index(), jax.process_count(),
+                                       train_config.prefetch_batches, auxiliary),
         rng=rng,
+        device_data=image_device_data(stage, dataset, [batcher], first_step, total_steps,
+                                      train_config, auxiliary, stacked=False),
     )
+
+
+def image_device_data(stage: str, dataset, batchers: list[pipeline.EpochShuffledBatches],
+                      first_step: int, total_steps: int, train_config, auxiliary=None,
+                      stacked: bool = False) -> device_data.DeviceData | None:
+    """The training images (and auxiliary values) as a device table, with batches of
+    row indices in the order of `batchers` (one, or one per stacked seed: `stacked`
+    gives [S_local, batch] rows as seed_stacked_image_batches gives images); None
+    when the config or the table's size says the host pipeline."""
+    indices = batchers[0].indices
+    image_bytes = len(indices) * int(np.prod(dataset.image_shape))
+    aux_bytes = 0 if auxiliary is None else len(indices) * auxiliary(indices[:1]).nbytes
+    if not device_data.wanted(stage, train_config, image_bytes + aux_bytes):
+        return None
+    table = {"image": np.concatenate([dataset.images(indices[start:start + TABLE_CHUNK])
+                                      for start in range(0, len(indices), TABLE_CHUNK)])}
+    if auxiliary is not None:
+        table["auxiliary"] = np.asarray(auxiliary(indices))
+    rows = [device_data.row_batcher(batcher) for batcher in batchers]
+    count, index = jax.process_count(), jax.process_index()
+
+    def batch(step: int) -> dict:
+        if not stacked:
+            return {"row": rows[0].local_batch_indices(step, index, count).astype(np.int32)}
+        local = rows[index * len(rows) // count:(index + 1) * len(rows) // count]
+        return {"row": np.stack([batcher.global_batch_indices(step) for batcher in local]
+                                ).astype(np.int32)}
+
+    def gather(table: dict, batch: dict) -> dict:
+        return {name: values[batch["row"]] for name, values in table.items()}
+
+    return device_data.DeviceData(
+        table=table,
+        batches=pipeline.batch_stream(batch, first_step, total_steps,
+                                      train_config.prefetch_batches),
+        gather=gather)
+
+
+# Images rendered at a time while the device table is built.
+TABLE_CHUNK = 4096
 
 
 def evaluate_on_test(stage: str, evaluate: Callable[[np.ndarray], dict],

@@ -32,11 +32,19 @@ def fit(
     evaluate_every_steps: int = 0,
     evaluate_fn: Callable[[Any, int], None] | None = None,
     batch_unit: str = "images",
+    steps_per_call: int = 1,
+    rows_of_call: Callable[[int, Any], list[tuple[int, dict]]] | None = None,
 ):
     """Runs `step_fn(state, local_batch, step) -> (state, metrics)` from `first_step`
     to `last_step`, logging and checkpointing on the way; returns the final state.
     `step_fn` places the host's batch on the devices and runs the jitted step
     (runner.compiled_step_fn).
+
+    With `steps_per_call` = k > 1 (train/multi_step.py), each `step_fn` call runs
+    the k steps after `step` on a batch of k stacked host batches, and
+    `rows_of_call(step, fetched metrics)` turns its metrics into one row per step.
+    Everything below then happens between calls: `first_step`, `last_step` and the
+    log, checkpoint and evaluation intervals are multiples of k (multi_step checks).
 
     SIGTERM or SIGINT (preemption, Ctrl-C) lets the step in flight finish, saves it
     and raises interrupts.Interrupted (with several processes, all stop at the same
@@ -68,18 +76,24 @@ def fit(
     if deadline_lib.expired_on_every_host(deadline):
         raise TimeBudgetExhausted(stage, first_step, last_step, deadline.elapsed_minutes())
     # Agreeing across processes is a collective, too costly to run every step.
-    several_hosts = jax.process_count() > 1
-    check_every = log_every_steps if several_hosts else 1
 
     def evaluate_if_due(state, step: int) -> None:
         if (evaluate_fn is not None and evaluate_every_steps > 0
                 and step % evaluate_every_steps == 0 and step < last_step):
             evaluate_fn(state, step)
 
-    def fetched(pending: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    k = steps_per_call
+    if rows_of_call is None:
+        rows_of_call = _one_row
+    several_hosts = jax.process_count() > 1
+    check_every = log_every_steps if several_hosts else k
+
+    def fetched(pending: list[tuple[int, Any]]) -> list[tuple[int, dict]]:
         """The rows on the host, checked: a non-finite one is written (for the
         record) with those before it, then stops the run."""
-        rows = _with_learning_rates(jax.device_get(pending), learning_rate_fn)
+        calls = jax.device_get(pending)  # one transfer for every pending call
+        rows = [row for step, metrics in calls for row in rows_of_call(step, metrics)]
+        rows = _with_learning_rates(rows, learning_rate_fn)
         bad = finite_guard.first_non_finite(rows)
         if bad is not None:
             writer.write(stage, [row for row in rows if row[0] <= bad[0]])
@@ -109,39 +123,45 @@ def fit(
 
     progress = Progress(stage, last_step, global_batch_size, batch_unit)
     writer.discard_after(stage, first_step)
-    pending: list[tuple[int, dict]] = []
+    pending: list[tuple[int, Any]] = []  # (step before the call, its metrics)
     evaluate_if_due(state, first_step)
     with interrupts.deferred():
-        for step, local_batch in zip(range(first_step, last_step), local_batches):
+        for step, local_batch in zip(range(first_step, last_step, k), local_batches):
             state, metrics = step_fn(state, local_batch, step)
-            pending.append((step + 1, metrics))
-            if step == first_step:
+            pending.append((step, metrics))
+            step += k  # the step the state is at now
+            if step == first_step + k:
                 jax.block_until_ready(state)  # compilation ends here; rates start now
-                progress.start_timing(step + 1)
+                progress.start_timing(step)
                 interrupts.step_finished()
-            if (step + 1) % log_every_steps == 0 or step + 1 == last_step:
+            if step % log_every_steps == 0 or step == last_step:
                 rows, pending = fetched(pending), []
                 writer.write(stage, rows)
                 progress.log(*rows[-1])
-            save(state, step + 1, pending)
-            evaluate_if_due(state, step + 1)
-            if (step + 1) % check_every == 0 or step + 1 == last_step:
+            save(state, step, pending)
+            evaluate_if_due(state, step)
+            if step % check_every == 0 or step == last_step:
                 signal_number = interrupts.requested(on_every_host=several_hosts)
                 if signal_number is not None:
-                    logging.warning("[%s] stopping at step %d on a signal", stage, step + 1)
-                    stop(state, step + 1, pending)
-                    raise interrupts.Interrupted(signal_number, stage, step + 1)
-            if (step + 1 < last_step and (step + 1) % check_every == 0
+                    logging.warning("[%s] stopping at step %d on a signal", stage, step)
+                    stop(state, step, pending)
+                    raise interrupts.Interrupted(signal_number, stage, step)
+            if (step < last_step and step % check_every == 0
                     and deadline_lib.expired_on_every_host(deadline)):
                 logging.warning("[%s] time budget of %g minutes spent; saving step %d",
-                                stage, deadline.minutes, step + 1)
-                stop(state, step + 1, pending)
+                                stage, deadline.minutes, step)
+                stop(state, step, pending)
                 checkpoints.close()  # the stage ends here
-                raise TimeBudgetExhausted(stage, step + 1, last_step,
+                raise TimeBudgetExhausted(stage, step, last_step,
                                           deadline.elapsed_minutes())
         save(state, last_step, pending, force=True)
         checkpoints.wait()
     return state
+
+
+def _one_row(step: int, metrics: dict) -> list[tuple[int, dict]]:
+    """The row of a call of one step from `step`."""
+    return [(step + 1, metrics)]
 
 
 def _with_learning_rates(rows: list[tuple[int, dict]], schedule: Callable | None):

@@ -68,8 +68,8 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
 
     def plan(first_step: int) -> runner.Plan:
         return runner.Plan(image_stages.image_training(
-            steps, dataset, batcher, first_step, total_steps, cfg.train.prefetch_batches,
-            train_rng), evaluate_curve)
+            steps, dataset, batcher, first_step, total_steps, cfg.train, train_rng,
+            stage=STAGE), evaluate_curve)
 
     def finish(state) -> dict:
         results = image_stages.evaluate_on_test(

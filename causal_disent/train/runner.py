@@ -20,19 +20,22 @@ never travels with the data.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import jax
 import ml_collections
+import numpy as np
 from jax.sharding import Mesh
 
 from causal_disent.runs import tensorboard
 from causal_disent.runs.checkpoint import StageCheckpoints
 from causal_disent.runs.restore import placed_like
 from causal_disent.runs.results import read_results, update_results
-from causal_disent.train import resume
+from causal_disent.train import multi_step, resume
+from causal_disent.train.device_data import DeviceData, place
 from causal_disent.train.loop import fit
 from causal_disent.train.reporting import MetricsWriter
 from causal_disent.utils import console
@@ -52,6 +55,8 @@ class Training:
     mode_of_step: Callable[[int], str] | None = None  # needed with several steps
     # Turns the assembled global batch into the step's input (e.g. images -> codes).
     prepare_batch: Callable[[dict], dict] | None = None
+    # The training data kept on the devices; its batches replace `batches`.
+    device_data: DeviceData | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,10 +111,15 @@ def run_stage(stage: Stage, workdir: Path, mesh: Mesh, mode: str = "train") -> d
     eval_every_steps = cfg.get("eval_every_steps", 0)
     writer = MetricsWriter(workdir)
     if plan.training is not None and first_step < stage.total_steps:
+        k = cfg.get("steps_per_call", 1)
+        multi_step.check_total_steps(stage.name, stage.total_steps, first_step, k)
+        step_fn, rows_of_call = compiled_step_fn(plan.training, mesh, stage.name, k)
+        training = plan.training
+        batches = training.batches if training.device_data is None else training.device_data.batches
         state = fit(
-            stage=stage.name, state=state,
-            step_fn=compiled_step_fn(plan.training, mesh, stage.name),
-            local_batches=plan.training.batches,
+            stage=stage.name, state=state, step_fn=step_fn,
+            local_batches=batches if k == 1 else multi_step.grouped(batches, k),
+            steps_per_call=k, rows_of_call=rows_of_call,
             first_step=first_step, last_step=stage.total_steps,
             global_batch_size=stage.global_batch_size, checkpoints=checkpoints,
             writer=writer, log_every_steps=cfg.log_every_steps,
@@ -163,41 +173,95 @@ def _revisit(stage: Stage, workdir: Path, mesh: Mesh, mode: str) -> dict:
     return results
 
 
-def compiled_step_fn(training: Training, mesh: Mesh, stage: str = "") -> Callable:
-    """(state, this host's batch, step) -> (state, metrics): the jitted step of the
-    step's mode, batch sharded and state replicated over `mesh`, state donated. The
-    first step of each mode compiles it, which takes from seconds to minutes: the
-    console says so before it starts."""
-    compiled = {
-        mode: jax.jit(
-            step,
-            in_shardings=(replicated(mesh), batch_sharded(mesh), replicated(mesh)),
-            out_shardings=(replicated(mesh), replicated(mesh)),
-            donate_argnums=0,
-        )
-        for mode, step in training.steps.items()
-    }
-    if training.mode_of_step is None and len(compiled) != 1:
-        raise ValueError(f"a stage with several step functions {tuple(compiled)} needs "
-                         "mode_of_step")
+def compiled_step_fn(training: Training, mesh: Mesh, stage: str = "",
+                     steps_per_call: int = 1) -> tuple[Callable, Callable | None]:
+    """(step_fn, rows_of_call) for `loop.fit`: step_fn(state, this host's batch,
+    step) -> (state, metrics) runs the jitted step of the step's mode, batch sharded
+    and state replicated over `mesh`, state donated; with `steps_per_call` k > 1 it
+    runs the k steps from `step` on k stacked batches in one call, and rows_of_call
+    splits their metrics into rows (None for k = 1: one row a call). With
+    `training.device_data`, the batch holds row indices and the compiled call
+    gathers its data from the table placed on the devices here. The first call of
+    each mode compiles it, from seconds to minutes: the console says so first."""
+    k = steps_per_call
+    modes = tuple(training.steps)
+    several_modes = len(modes) > 1
+    if several_modes and training.mode_of_step is None:
+        raise ValueError(f"a stage with several step functions {modes} needs mode_of_step")
+    data = training.device_data
+    table = place(data.table, mesh) if data is not None else None
+    # A stacked call's batches are [k, batch, ...]: the batch axis moves to second.
+    batch_sharding = batch_sharded(mesh) if k == 1 else batch_sharded(mesh, axis=1)
+
+    def with_data(build: Callable[[dict], Callable]) -> Callable:
+        """The call `build(step functions)` makes, taking the device table last and
+        giving the step functions the batches gathered from it (when there is one)."""
+        if data is None:
+            return build(training.steps)
+
+        def call(state, batch, rng, *extra_and_table):
+            *extra, table = extra_and_table
+            steps = {mode: functools.partial(_on_gathered, step, data.gather, table)
+                     for mode, step in training.steps.items()}
+            return build(steps)(state, batch, rng, *extra)
+        return call
+
+    def jitted(call, extra_inputs: int = 0):
+        in_shardings = (replicated(mesh), batch_sharding, replicated(mesh))
+        in_shardings += (replicated(mesh),) * (extra_inputs + (data is not None))
+        return jax.jit(call, in_shardings=in_shardings,
+                       out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0)
+
+    rows = multi_step.Rows(modes if several_modes else None)
+    unroll = multi_step.unrolled_on(mesh.devices.flat[0].platform)
+    if k == 1:
+        compiled = {mode: jitted(with_data(lambda steps, mode=mode: steps[mode]))
+                    for mode in modes}
+    elif several_modes:
+        compiled = {"all": jitted(with_data(
+            lambda steps: multi_step.scanned_modes(steps, rows, unroll)), extra_inputs=1)}
+    else:
+        compiled = {"all": jitted(with_data(
+            lambda steps: multi_step.scanned(steps[modes[0]], unroll)))}
     not_yet_run = set(compiled)
 
-    def run_compiled(mode: str, state, batch):
-        if mode in not_yet_run:
-            not_yet_run.discard(mode)
-            what = f"the {mode} step" if len(compiled) > 1 else "the training step"
+    def run_compiled(key: str, state, batch, *extra):
+        if key in not_yet_run:
+            not_yet_run.discard(key)
+            what = (f"the {key} step" if k == 1 and several_modes
+                    else "the training step" if k == 1 else f"the {k}-step call")
             console.say(f"[{stage}] compiling {what}...")
-        return compiled[mode](state, batch, training.rng)
+        inputs = (state, batch, training.rng, *extra)
+        return compiled[key](*inputs, *(() if table is None else (table,)))
 
     def step_fn(state, local_batch: dict, step: int):
-        batch = global_batch(local_batch, mesh)
+        batch = global_batch(local_batch, mesh, batch_sharding)
         if training.prepare_batch is not None:
             batch = training.prepare_batch(batch)
-        if training.mode_of_step is None:
+        if k > 1:
+            if not several_modes:
+                return run_compiled("all", state, batch)
+            step_modes = [modes.index(training.mode_of_step(s)) for s in range(step, step + k)]
+            mode_index = global_batch(np.asarray(step_modes, np.int32), mesh, replicated(mesh))
+            return run_compiled("all", state, batch, mode_index)
+        if not several_modes:
             (only,) = compiled
             return run_compiled(only, state, batch)
         mode = training.mode_of_step(step)
         state, metrics = run_compiled(mode, state, batch)
         return state, {**metrics, "mode": mode}
 
-    return step_fn
+    if k == 1:
+        return step_fn, None
+
+    def rows_of_call(step: int, metrics: dict):
+        step_modes = ([training.mode_of_step(s) for s in range(step, step + k)]
+                      if several_modes else None)
+        return rows(step, metrics, step_modes)
+
+    return step_fn, rows_of_call
+
+
+def _on_gathered(step: StepFn, gather: Callable, table: dict, state, batch, rng):
+    """`step` on the batch `gather` takes from the device `table` by `batch`'s rows."""
+    return step(state, gather(table, batch), rng)

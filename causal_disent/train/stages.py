@@ -21,7 +21,7 @@ from causal_disent.runs.config_file import record_command, with_absolute_paths, 
 from causal_disent.runs.results import read_results
 from causal_disent.train import causalvae_stage, code_cache, config_ranges, ct_stage
 from causal_disent.train import deadline as deadline_lib
-from causal_disent.train import mcqvae_stage, runner, vae_stage
+from causal_disent.train import device_data, mcqvae_stage, multi_step, runner, vae_stage
 from causal_disent.utils import console
 from causal_disent.utils.sharding import make_data_mesh
 
@@ -59,6 +59,8 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
                 f"{', '.join(STAGES)}"
             )
     config_ranges.check_ranges(config)
+    multi_step.check_config(config)
+    device_data.check_config(config)
     registry.check_dataset_name(config.data.name)
     try:  # opening is cheap (procedural: nothing rendered; TFDS: file handles)
         registry.dataset_from_config(config.data)

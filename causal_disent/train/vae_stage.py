@@ -182,7 +182,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     def plan(first_step: int) -> runner.Plan:
         return runner.Plan(image_stages.image_training(
             {cfg.objective.name: step_fn}, dataset, batcher, first_step, cfg.train.num_steps,
-            cfg.train.prefetch_batches, train_rng, auxiliary), curve_point)
+            cfg.train, train_rng, auxiliary, stage=STAGE), curve_point)
 
     def finish(state) -> dict:
         results = evaluate_trained(vae_run.vae_params(config, state.params))
@@ -251,7 +251,10 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
             batches=pipeline.seed_stacked_image_batches(
                 dataset, batchers, first_step, cfg.train.num_steps, jax.process_index(),
                 jax.process_count(), cfg.train.prefetch_batches, auxiliary),
-            rng=train_rngs))
+            rng=train_rngs,
+            device_data=image_stages.image_device_data(
+                STAGE, dataset, batchers, first_step, cfg.train.num_steps, cfg.train,
+                auxiliary, stacked=True)))
 
     def finish(state) -> dict:
         per_seed = []

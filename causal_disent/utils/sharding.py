@@ -19,9 +19,10 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, PartitionSpec())
 
 
-def batch_sharded(mesh: Mesh) -> NamedSharding:
-    """Leading (batch) axis split over the data axis."""
-    return NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+def batch_sharded(mesh: Mesh, axis: int = 0) -> NamedSharding:
+    """The batch axis (`axis`, the leading one unless steps are stacked before it)
+    split over the data axis."""
+    return NamedSharding(mesh, PartitionSpec(*([None] * axis), DATA_AXIS))
 
 
 def check_batch_divisible(global_batch_size: int, mesh: Mesh, what: str) -> None:
@@ -34,9 +35,10 @@ def check_batch_divisible(global_batch_size: int, mesh: Mesh, what: str) -> None
         )
 
 
-def global_batch(local_batch, mesh: Mesh):
-    """Assembles each host's slice of a batch into one batch-sharded global array."""
-    sharding = batch_sharded(mesh)
+def global_batch(local_batch, mesh: Mesh, sharding: NamedSharding | None = None):
+    """Assembles each host's slice of a batch into one global array per leaf,
+    batch-sharded over `mesh` unless `sharding` says otherwise."""
+    sharding = sharding if sharding is not None else batch_sharded(mesh)
     return jax.tree.map(
         lambda x: jax.make_array_from_process_local_data(sharding, x), local_batch
     )

@@ -1,0 +1,105 @@
+"""Training data kept on the devices (`train.device_data`).
+
+The host pipeline renders or reads every batch and copies it to the devices each
+step. When the training images (or stage 2's code cache) fit in device memory they
+can instead be copied once, as a table replicated on every device; the host then
+sends only each step's row indices, drawn from the same seeded order, and the
+compiled step gathers its batch itself. The batches are the host pipeline's to the
+byte, so training matches it within float rounding (XLA may fuse the gather with
+the first layer).
+
+`train.device_data`: "auto" (on for GPUs and TPUs when the table fits in
+`train.device_data_max_gb` per device; on a CPU the devices are host memory, so
+there is nothing to save), "on" (also on a CPU; still falls back to the host
+pipeline, with one log line, when the table does not fit) or "off".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+
+import jax
+import numpy as np
+from jax.sharding import Mesh
+
+from causal_disent.data import pipeline
+from causal_disent.utils import console
+from causal_disent.utils.sharding import replicated
+
+SETTINGS = ("auto", "on", "off")
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceData:
+    """A table on the devices and the batches that index it.
+
+    `table`: host arrays, rows on the leading axis, placed on every device once.
+    `batches`: this host's batches of row indices (and any small per-row values),
+    in the host pipeline's order. `gather(table, batch)`: the step's batch, traced
+    inside the compiled step."""
+
+    table: dict[str, np.ndarray]
+    batches: Iterable[dict]
+    gather: Callable[[dict, dict], dict]
+
+
+def check_config(config) -> None:
+    """ValueError for a train section's device_data or device_data_max_gb out of range."""
+    for path, section in _sections_with(config, "device_data"):
+        if section.device_data not in SETTINGS:
+            raise ValueError(f"{path}.device_data must be one of {SETTINGS}, got "
+                             f"{section.device_data!r}")
+        limit = section.get("device_data_max_gb", 0.0)
+        if (not isinstance(limit, (int, float)) or isinstance(limit, bool)
+                or not np.isfinite(limit) or limit < 0):
+            raise ValueError(f"{path}.device_data_max_gb must be a finite number >= 0, "
+                             f"got {limit!r}")
+
+
+def _sections_with(node, field: str, prefix: str = ""):
+    for key, value in node.items():
+        if hasattr(value, "items"):
+            path = f"{prefix}{key}"
+            if field in value:
+                yield path, value
+            yield from _sections_with(value, field, path + ".")
+
+
+def wanted(stage: str, train_config, table_bytes: int, platform: str | None = None) -> bool:
+    """Whether `stage` keeps its table of `table_bytes` on the devices, by the train
+    section's `device_data` and `device_data_max_gb` and the devices' `platform`
+    (default: JAX's); says why when it does not fit."""
+    setting = train_config.get("device_data", "off")
+    platform = platform or jax.devices()[0].platform
+    if setting == "off" or (setting == "auto" and platform == "cpu"):
+        return False
+    limit = train_config.get("device_data_max_gb", 0.0) * 1e9
+    if table_bytes > limit:
+        console.say(f"[{stage}] training data of {table_bytes / 1e9:.2f} GB does not fit "
+                    f"train.device_data_max_gb = {limit / 1e9:g}: batches come from the "
+                    "host pipeline")
+        return False
+    console.say(f"[{stage}] training data on the devices "
+                f"({table_bytes / 1e6:.1f} MB on each)")
+    return True
+
+
+def table_bytes(table: dict[str, np.ndarray]) -> int:
+    return sum(int(np.asarray(value).nbytes) for value in table.values())
+
+
+def place(table: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
+    """The table replicated on every device of `mesh` (each process holds all of it)."""
+    sharding = replicated(mesh)
+    return {name: jax.make_array_from_callback(value.shape, sharding,
+                                               lambda index, value=value: value[index])
+            for name, value in table.items()}
+
+
+def row_batcher(batcher: pipeline.EpochShuffledBatches) -> pipeline.EpochShuffledBatches:
+    """`batcher`'s order over table rows: the table holds `batcher.indices` in order,
+    and an epoch's permutation depends only on (seed, epoch, length), so row r of a
+    batch here is image `batcher.indices[r]` of the same batch there."""
+    return pipeline.EpochShuffledBatches(np.arange(len(batcher.indices)), batcher.global_batch_size,
+                                batcher.seed)

@@ -16,7 +16,7 @@ that lands while it is inside native code (XLA compiling the model's first
 initialisation or a step, a device computation) waits seconds for it. The command
 line therefore also calls `stop_at_once_outside_training`: a watchdog thread woken by
 the signal itself ends the process at once unless training is past its first step
-(then the loop saves the step in flight, as above). Every exit on a signal goes
+(then the loop saves the step in flight, as above); the handler then raises nothing. Every exit on a signal goes
 through `exit_now`, which skips the interpreter's teardown: tearing the runtime down
 under a compile in flight crashed with SIGSEGV (status 139).
 """
@@ -62,6 +62,11 @@ _deferring = False
 _step_done = False
 _window = 0
 _exit_lock = threading.Lock()
+# Set by `stop_at_once_outside_training`: the watchdog then ends the process on any
+# signal the loop will not save, and the handler must not also raise: an exception
+# raised between two bytecodes may land inside a garbage-collection callback (JAX's
+# `_xla_gc_callback`), where Python prints "Exception ignored ... Traceback" to stderr.
+_watchdog_running = False
 
 
 def _handle(signal_number: int, frame) -> None:
@@ -71,6 +76,8 @@ def _handle(signal_number: int, frame) -> None:
         logging.warning("%s received: saving a checkpoint after the current step "
                         "(send it again to stop at once)", signal.Signals(signal_number).name)
         return
+    if _watchdog_running:
+        return  # the watchdog, woken by the same signal, ends the process
     raise Interrupted(signal_number)
 
 
@@ -130,6 +137,7 @@ def stop_at_once_outside_training(message: Callable[[Interrupted], str]) -> None
     process at once with `exit_now(128 + signal, message(Interrupted(signal)))`,
     except inside `deferred()` after its first step: there the first signal is the
     loop's to save, and a second one in the same window ends the process at once."""
+    global _watchdog_running
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     # The C-level handler writes the signal's number here the moment it arrives,
@@ -137,6 +145,7 @@ def stop_at_once_outside_training(message: Callable[[Interrupted], str]) -> None
     signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     threading.Thread(target=_watch, args=(read_end, message), daemon=True,
                      name="signal-watchdog").start()
+    _watchdog_running = True
 
 
 def _watch(read_end: int, message: Callable[[Interrupted], str]) -> None:

@@ -30,6 +30,7 @@ import ml_collections
 import numpy as np
 from jax.sharding import Mesh
 
+from causal_disent.data import pipeline
 from causal_disent.runs import tensorboard
 from causal_disent.runs.checkpoint import StageCheckpoints
 from causal_disent.runs.restore import placed_like
@@ -118,7 +119,9 @@ def run_stage(stage: Stage, workdir: Path, mesh: Mesh, mode: str = "train") -> d
         batches = training.batches if training.device_data is None else training.device_data.batches
         state = fit(
             stage=stage.name, state=state, step_fn=step_fn,
-            local_batches=batches if k == 1 else multi_step.grouped(batches, k),
+            # Stacking k batches costs a copy of each: done in a thread of its own.
+            local_batches=(batches if k == 1
+                           else pipeline.prefetched(multi_step.grouped(batches, k), 2)),
             steps_per_call=k, rows_of_call=rows_of_call,
             first_step=first_step, last_step=stage.total_steps,
             global_batch_size=stage.global_batch_size, checkpoints=checkpoints,

@@ -39,6 +39,30 @@ On the CPU the loop costs 0.5-4 % beside steps of 135-915 ms. For ct the ratio i
 loop overhead: the loop's step call encodes the batch's 32 images with the frozen
 stage 1 (the encode path), the bare step starts from their codes, which is what the
 code cache gives the loop.
+
+After train.steps_per_call and train.device_data (2 idle CPU cores, `--steps=100`,
+same day; the bare step's own rate moved by up to 10 % between runs):
+
+  case        k  loop/s  bare/s  ratio
+  betavae     1    7.28    7.67  0.949
+  factorvae   1    5.23    5.82  0.900
+  mcqvae      1    2.84    2.91  0.979
+  betavae     4    7.46    7.03  1.062   (--steps_per_call=4: unrolled on a CPU)
+  mcqvae      4    3.17    3.09  1.025
+
+On one H200 (`--steps=400`; results/gpu_2026-11-26_h200_loop_overhead/):
+
+  case        k, data          loop/s  bare/s  ratio
+  betavae     1, host          217.0   778.5   0.279
+  betavae_s8  1, host           66.0   152.1   0.434
+  factorvae   1, host          149.9   550.2   0.272
+  mcqvae      1, host          123.5   540.7   0.228
+  betavae     10, device       346.1   756.5   0.457
+  betavae_s8  10, device       102.4   150.8   0.679
+  mcqvae      10, host         139.1   576.3   0.241   (its table is over 4 GB)
+
+`--cases=ct_cache` times stage 2 on the code cache (built first: seconds on a GPU,
+about half an hour on 2 CPU cores), the path `--steps_per_call` > 1 needs.
 """
 
 from __future__ import annotations

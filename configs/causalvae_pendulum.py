@@ -158,6 +158,14 @@ def base_config(dataset_name: str) -> ml_collections.ConfigDict:
     train.checkpoint_every_steps = 2000
     train.max_checkpoints_to_keep = 3
     train.prefetch_batches = 2
+    # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
+    # dispatch; logs, checkpoints and curve points then fall on multiples of k.
+    train.steps_per_call = 1
+    # Training images and labels on the devices, the host sending row indices
+    # (train/device_data.py): "auto" = on GPUs and TPUs when they fit in
+    # device_data_max_gb per device (then train.cache_images is not needed).
+    train.device_data = "auto"
+    train.device_data_max_gb = 4.0
     # Render the training images once and keep them in memory (~200 MB for Pendulum).
     train.cache_images = True
     train.num_eval_images = 0  # test images scored at the end (0 = all)

@@ -226,8 +226,11 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                                       mesh, cfg.train.eval_batch_size, workdir)
 
     def plan(first_step: int) -> runner.Plan:
+        on_devices = image_stages.image_device_data(
+            STAGE, dataset, [batcher], first_step, total_steps, cfg.train,
+            {"labels": lambda index: labels[index]})
         image_source = dataset
-        if cfg.train.cache_images and first_step < total_steps:
+        if on_devices is None and cfg.train.cache_images and first_step < total_steps:
             logging.info("[%s] rendering %d training images once", STAGE, len(split["train"]))
             image_source = pipeline.CachedImages(dataset, split["train"])
         return runner.Plan(runner.Training(
@@ -237,6 +240,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                 jax.process_index(), jax.process_count(), cfg.train.prefetch_batches,
             ),
             rng=train_rng,
+            device_data=on_devices,
         ), curve_point)
 
     def finish(state) -> dict:

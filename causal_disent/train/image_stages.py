@@ -41,26 +41,37 @@ def image_training(steps: dict, dataset, batcher: pipeline.EpochShuffledBatches,
                                        train_config.prefetch_batches, auxiliary),
         rng=rng,
         device_data=image_device_data(stage, dataset, [batcher], first_step, total_steps,
-                                      train_config, auxiliary, stacked=False),
+                                      train_config, auxiliary_values(auxiliary)),
     )
 
 
+def auxiliary_values(auxiliary) -> dict:
+    """The per-image values beside "image" in a batch: "auxiliary" when given."""
+    return {} if auxiliary is None else {"auxiliary": auxiliary}
+
+
 def image_device_data(stage: str, dataset, batchers: list[pipeline.EpochShuffledBatches],
-                      first_step: int, total_steps: int, train_config, auxiliary=None,
+                      first_step: int, total_steps: int, train_config,
+                      per_image: dict | None = None,
                       stacked: bool = False) -> device_data.DeviceData | None:
-    """The training images (and auxiliary values) as a device table, with batches of
+    """The training images as a device table, with `per_image` values beside them
+    (name -> function of flat indices, e.g. "auxiliary" or "labels"), and batches of
     row indices in the order of `batchers` (one, or one per stacked seed: `stacked`
     gives [S_local, batch] rows as seed_stacked_image_batches gives images); None
     when the config or the table's size says the host pipeline."""
+    if first_step >= total_steps:  # nothing left to train
+        return None
+    per_image = per_image or {}
     indices = batchers[0].indices
     image_bytes = len(indices) * int(np.prod(dataset.image_shape))
-    aux_bytes = 0 if auxiliary is None else len(indices) * auxiliary(indices[:1]).nbytes
-    if not device_data.wanted(stage, train_config, image_bytes + aux_bytes):
+    value_bytes = sum(len(indices) * np.asarray(values(indices[:1])).nbytes
+                      for values in per_image.values())
+    if not device_data.wanted(stage, train_config, image_bytes + value_bytes):
         return None
     table = {"image": np.concatenate([dataset.images(indices[start:start + TABLE_CHUNK])
                                       for start in range(0, len(indices), TABLE_CHUNK)])}
-    if auxiliary is not None:
-        table["auxiliary"] = np.asarray(auxiliary(indices))
+    for name, values in per_image.items():
+        table[name] = np.asarray(values(indices))
     rows = [device_data.row_batcher(batcher) for batcher in batchers]
     count, index = jax.process_count(), jax.process_index()
 

@@ -80,6 +80,7 @@ def fit(
     def evaluate_if_due(state, step: int) -> None:
         if (evaluate_fn is not None and evaluate_every_steps > 0
                 and step % evaluate_every_steps == 0 and step < last_step):
+            writer.flush()  # the curve point's row follows its step's training rows
             evaluate_fn(state, step)
 
     k = steps_per_call
@@ -97,6 +98,7 @@ def fit(
         bad = finite_guard.first_non_finite(rows)
         if bad is not None:
             writer.write(stage, [row for row in rows if row[0] <= bad[0]])
+            writer.flush()
             raise finite_guard.NonFiniteTraining(stage, *bad, checkpoints.latest_path())
         return rows
 
@@ -106,6 +108,7 @@ def fit(
         if not (force or checkpoints.due(step)):
             return
         fetched(pending)
+        writer.flush()  # the rows of the steps this checkpoint holds are on disk first
         if not finite_guard.state_is_finite(state):
             raise finite_guard.NonFiniteTraining(
                 stage, step, "a parameter or optimiser value is not finite",

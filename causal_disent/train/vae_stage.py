@@ -254,7 +254,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
             rng=train_rngs,
             device_data=image_stages.image_device_data(
                 STAGE, dataset, batchers, first_step, cfg.train.num_steps, cfg.train,
-                auxiliary, stacked=True)))
+                image_stages.auxiliary_values(auxiliary), stacked=True)))
 
     def finish(state) -> dict:
         per_seed = []

@@ -354,6 +354,7 @@ def test_metric_rows_past_the_resumed_step_and_cut_lines_are_dropped(tmp_path):
     writer = reporting.MetricsWriter(tmp_path)
     writer.write("a", [(1, {"loss": 1.0})])
     writer.write("b", [(1, {"loss": 1.0}), (2, {"loss": 2.0}), (3, {"loss": 3.0})])
+    writer.flush()  # rows are written in the background
     with writer.path.open("a") as f:
         f.write('{"stage": "b", "st')  # killed mid-line
     writer.discard_after("b", 2)

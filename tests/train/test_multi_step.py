@@ -85,6 +85,41 @@ def test_sigterm_inside_a_call_saves_its_end_and_stops(tmp_path):
     assert [row["step"] for row in logged_rows(tmp_path)] == list(range(1, 7))
 
 
+def test_rows_written_in_the_background_are_on_disk_after_flush_in_order(tmp_path):
+    writer = reporting.MetricsWriter(tmp_path)
+    for step in range(1, 41):
+        writer.write("fake", [(step, {"loss": float(step)})])
+    writer.flush()
+    assert [row["step"] for row in logged_rows(tmp_path)] == list(range(1, 41))
+
+
+def test_a_failure_of_background_writing_reaches_the_loop(tmp_path, monkeypatch):
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(reporting.metrics_log, "append_training_rows", full_disk)
+    writer = reporting.MetricsWriter(tmp_path)
+    writer.write("fake", [(1, {"loss": 1.0})])
+    with pytest.raises(OSError, match="No space left"):
+        writer.flush()
+
+
+def test_every_row_of_a_saved_step_is_on_disk_when_its_checkpoint_is_saved(tmp_path):
+    on_disk_at_save = []
+
+    class Checkpoints(FakeCheckpoints):
+        def save(self, state, step, *, force=False):
+            on_disk_at_save.append((step, len(logged_rows(tmp_path))))
+            super().save(state, step, force=force)
+
+    loop.fit(stage="fake", state=jnp.array(0),
+             step_fn=lambda state, batch, step: (state + 1, {"loss": state * 1.0}),
+             local_batches=itertools.repeat({}), first_step=0, last_step=8,
+             global_batch_size=1, checkpoints=Checkpoints([], every=4),
+             writer=reporting.MetricsWriter(tmp_path), log_every_steps=2)
+    assert on_disk_at_save[:2] == [(4, 4), (8, 8)]
+
+
 def test_grouped_stacks_consecutive_batches_and_refuses_a_short_call():
     groups = list(multi_step.grouped(({"x": np.full(2, s)} for s in range(4)), 2))
     np.testing.assert_array_equal(groups[1]["x"], [[2, 2], [3, 3]])
@@ -216,7 +251,7 @@ def test_device_batches_of_stacked_seeds_and_auxiliary_values_equal_the_host_pip
     batchers = [pipeline.EpochShuffledBatches(indices, 8, seed) for seed in (0, 1, 2)]
     auxiliary = lambda index: np.asarray(index, np.float32)[:, None] * 0.5  # noqa: E731
     data = image_stages.image_device_data("vae", dataset, batchers, 30, 40, train_section(),
-                                          auxiliary, stacked=True)
+                                          {"auxiliary": auxiliary}, stacked=True)
     host = pipeline.seed_stacked_image_batches(dataset, batchers, 30, 40, prefetch=0,
                                                auxiliary=auxiliary)
     for device_batch, host_batch in zip(data.batches, host):
@@ -224,6 +259,22 @@ def test_device_batches_of_stacked_seeds_and_auxiliary_values_equal_the_host_pip
         assert gathered["image"].shape == host_batch["image"].shape == (3, 8, 64, 64, 1)
         for key in ("image", "auxiliary"):
             np.testing.assert_array_equal(gathered[key], host_batch[key])
+
+
+def test_device_labelled_batches_equal_the_host_pipelines():
+    """CausalVAE's batches: images and their concept labels."""
+    dataset = registry.get_dataset("pendulum")
+    labels = dataset.labels(np.arange(dataset.num_images)).astype(np.float32)
+    batcher = pipeline.EpochShuffledBatches(np.arange(10, 250), 12, seed=2)
+    data = image_stages.image_device_data("causalvae", dataset, [batcher], 15, 22,
+                                          train_section(), {"labels": lambda i: labels[i]})
+    host = pipeline.labelled_batches(dataset, labels, batcher, 15, 22, prefetch=0)
+    for device_batch, host_batch in zip(data.batches, host):
+        gathered = data.gather(data.table, device_batch)
+        for key in ("image", "labels"):
+            np.testing.assert_array_equal(gathered[key], host_batch[key])
+    assert image_stages.image_device_data("causalvae", dataset, [batcher], 22, 22,
+                                          train_section()) is None  # nothing to train
 
 
 def test_device_code_batches_equal_the_host_code_cache_batches():

@@ -107,7 +107,12 @@ def test_two_processes_train_ctvae_as_one_process_with_eight_devices(ct_runs):
 
 
 def test_two_processes_train_factor_vae_as_one(tmp_path):
-    flags = ["--config=configs/factorvae_dsprites_synth.py:tiny"]
+    """With the training images on the devices (each process places the whole table
+    on its devices) and two steps a call; CT-VAE and CausalVAE above and below run
+    the host pipeline, one step a call."""
+    flags = ["--config=configs/factorvae_dsprites_synth.py:tiny",
+             "--config.vae.train.device_data=on", "--config.vae.train.steps_per_call=2",
+             "--config.data.split_fractions=(0.004, 0.0, 0.996)"]  # a 12 MB table
     launch(1, 8, tmp_path / "one_process", *flags)
     launch(2, 4, tmp_path / "two_processes", *flags)
     assert_same_run(tmp_path / "one_process", tmp_path / "two_processes", ["vae"])

@@ -66,6 +66,15 @@ class MetricsWriter:
             self._queue.join()
         self._raise_failure()
 
+    def close(self) -> None:
+        """Writes what is queued and ends the writing thread (a later `write` starts
+        another)."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        self._raise_failure()
+
     def _raise_failure(self) -> None:
         if self._failure is not None:
             failure, self._failure = self._failure, None
@@ -73,7 +82,11 @@ class MetricsWriter:
 
     def _work(self) -> None:
         while True:
-            stage, rows = self._queue.get()
+            item = self._queue.get()
+            if item is None:  # close()
+                self._queue.task_done()
+                return
+            stage, rows = item
             try:
                 if self._failure is None:  # after a failure, nothing more is written
                     metrics_log.append_training_rows(self.workdir, stage, rows)

@@ -132,6 +132,7 @@ def run_stage(stage: Stage, workdir: Path, mesh: Mesh, mode: str = "train") -> d
         )
     else:  # killed after its last checkpoint: drop what that attempt logged past it
         writer.discard_after(stage.name, first_step)
+    writer.close()
     checkpoints.close()
     final_step = int(jax.device_get(state.step))
     if plan.curve_point is not None and eval_every_steps > 0:

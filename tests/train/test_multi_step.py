@@ -91,6 +91,10 @@ def test_rows_written_in_the_background_are_on_disk_after_flush_in_order(tmp_pat
         writer.write("fake", [(step, {"loss": float(step)})])
     writer.flush()
     assert [row["step"] for row in logged_rows(tmp_path)] == list(range(1, 41))
+    writer.write("fake", [(41, {"loss": 41.0})])
+    thread = writer._thread
+    writer.close()  # writes what is queued, then the thread ends
+    assert not thread.is_alive() and len(logged_rows(tmp_path)) == 41
 
 
 def test_a_failure_of_background_writing_reaches_the_loop(tmp_path, monkeypatch):

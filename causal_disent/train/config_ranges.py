@@ -49,6 +49,17 @@ def _fields(node, prefix: str = ""):
             yield f"{prefix}{key}", value
 
 
+def sections_with(node, field: str, prefix: str = ""):
+    """(dotted path, section) of every section of `node` holding `field`, at any depth
+    (e.g. every stage's `train` section holding `steps_per_call`)."""
+    for key, value in node.items():
+        if isinstance(value, (ml_collections.ConfigDict, dict)):
+            path = f"{prefix}{key}"
+            if field in value:
+                yield path, value
+            yield from sections_with(value, field, path + ".")
+
+
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -24,6 +24,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from causal_disent.data import pipeline
+from causal_disent.train import config_ranges
 from causal_disent.utils import console
 from causal_disent.utils.sharding import replicated
 
@@ -46,7 +47,7 @@ class DeviceData:
 
 def check_config(config) -> None:
     """ValueError for a train section's device_data or device_data_max_gb out of range."""
-    for path, section in _sections_with(config, "device_data"):
+    for path, section in config_ranges.sections_with(config, "device_data"):
         if section.device_data not in SETTINGS:
             raise ValueError(f"{path}.device_data must be one of {SETTINGS}, got "
                              f"{section.device_data!r}")
@@ -55,15 +56,6 @@ def check_config(config) -> None:
                 or not np.isfinite(limit) or limit < 0):
             raise ValueError(f"{path}.device_data_max_gb must be a finite number >= 0, "
                              f"got {limit!r}")
-
-
-def _sections_with(node, field: str, prefix: str = ""):
-    for key, value in node.items():
-        if hasattr(value, "items"):
-            path = f"{prefix}{key}"
-            if field in value:
-                yield path, value
-            yield from _sections_with(value, field, path + ".")
 
 
 def wanted(stage: str, train_config, table_bytes: int, platform: str | None = None) -> bool:
@@ -85,10 +77,6 @@ def wanted(stage: str, train_config, table_bytes: int, platform: str | None = No
     return True
 
 
-def table_bytes(table: dict[str, np.ndarray]) -> int:
-    return sum(int(np.asarray(value).nbytes) for value in table.values())
-
-
 def place(table: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
     """The table replicated on every device of `mesh` (each process holds all of it)."""
     sharding = replicated(mesh)
@@ -101,5 +89,5 @@ def row_batcher(batcher: pipeline.EpochShuffledBatches) -> pipeline.EpochShuffle
     """`batcher`'s order over table rows: the table holds `batcher.indices` in order,
     and an epoch's permutation depends only on (seed, epoch, length), so row r of a
     batch here is image `batcher.indices[r]` of the same batch there."""
-    return pipeline.EpochShuffledBatches(np.arange(len(batcher.indices)), batcher.global_batch_size,
-                                batcher.seed)
+    return pipeline.EpochShuffledBatches(np.arange(len(batcher.indices)),
+                                         batcher.global_batch_size, batcher.seed)

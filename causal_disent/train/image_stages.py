@@ -74,11 +74,11 @@ def image_device_data(stage: str, dataset, batchers: list[pipeline.EpochShuffled
         table[name] = np.asarray(values(indices))
     rows = [device_data.row_batcher(batcher) for batcher in batchers]
     count, index = jax.process_count(), jax.process_index()
+    local = rows[index * len(rows) // count:(index + 1) * len(rows) // count]  # its seeds
 
     def batch(step: int) -> dict:
         if not stacked:
             return {"row": rows[0].local_batch_indices(step, index, count).astype(np.int32)}
-        local = rows[index * len(rows) // count:(index + 1) * len(rows) // count]
         return {"row": np.stack([batcher.global_batch_indices(step) for batcher in local]
                                 ).astype(np.int32)}
 

@@ -16,9 +16,10 @@ that lands while it is inside native code (XLA compiling the model's first
 initialisation or a step, a device computation) waits seconds for it. The command
 line therefore also calls `stop_at_once_outside_training`: a watchdog thread woken by
 the signal itself ends the process at once unless training is past its first step
-(then the loop saves the step in flight, as above); the handler then raises nothing. Every exit on a signal goes
-through `exit_now`, which skips the interpreter's teardown: tearing the runtime down
-under a compile in flight crashed with SIGSEGV (status 139).
+(then the loop saves the step in flight, as above); the handler then raises nothing.
+Every exit on a signal goes through `exit_now`, which skips the interpreter's
+teardown: tearing the runtime down under a compile in flight crashed with SIGSEGV
+(status 139).
 """
 
 import contextlib

@@ -75,7 +75,6 @@ def fit(
     deadline = deadline if deadline is not None else deadline_lib.current()
     if deadline_lib.expired_on_every_host(deadline):
         raise TimeBudgetExhausted(stage, first_step, last_step, deadline.elapsed_minutes())
-    # Agreeing across processes is a collective, too costly to run every step.
 
     def evaluate_if_due(state, step: int) -> None:
         if (evaluate_fn is not None and evaluate_every_steps > 0
@@ -87,6 +86,7 @@ def fit(
     if rows_of_call is None:
         rows_of_call = _one_row
     several_hosts = jax.process_count() > 1
+    # Agreeing across processes is a collective, too costly to run every call.
     check_every = log_every_steps if several_hosts else k
 
     def fetched(pending: list[tuple[int, Any]]) -> list[tuple[int, dict]]:

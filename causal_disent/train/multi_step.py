@@ -24,6 +24,8 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from causal_disent.train import config_ranges
+
 # Intervals that must be multiples of steps_per_call (0 means "never" for the last).
 _ALIGNED_FIELDS = ("log_every_steps", "checkpoint_every_steps", "num_steps", "eval_every_steps")
 
@@ -32,7 +34,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     """Raises ValueError naming the first train section whose `steps_per_call` is not
     an integer >= 1, or whose step intervals are not multiples of it; every section
     holding a `steps_per_call` is checked, wherever it sits."""
-    for path, section in _sections_with(config, "steps_per_call"):
+    for path, section in config_ranges.sections_with(config, "steps_per_call"):
         k = section.steps_per_call
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"{path}.steps_per_call must be an integer >= 1, got {k!r}")
@@ -61,15 +63,6 @@ def check_total_steps(stage: str, total_steps: int, first_step: int, k: int) -> 
             f"train.steps_per_call, not a multiple of {k}: finish the run with "
             f"--config.<stage>.train.steps_per_call=1, or one that divides {first_step}"
         )
-
-
-def _sections_with(node, field: str, prefix: str = ""):
-    for key, value in node.items():
-        if isinstance(value, (ml_collections.ConfigDict, dict)):
-            path = f"{prefix}{key}"
-            if field in value:
-                yield path, value
-            yield from _sections_with(value, field, path + ".")
 
 
 def grouped(batches: Iterable[dict], k: int) -> Iterator[dict]:

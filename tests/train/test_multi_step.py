@@ -3,6 +3,7 @@ the devices (train/device_data.py): the loop's guarantees at k > 1 with fakes, k
 calls against k single steps on a real optimiser step, device batches against the
 host pipeline's for each dataset kind and the code cache, and the config checks."""
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -203,7 +204,7 @@ def test_the_runner_gives_the_same_training_from_device_data_in_calls_of_k():
     host = runner.Training(steps={"fit": regression_step}, rng=rng,
                            batches=[{name: values[rows] for name, values in table.items()}
                                     for rows in order])
-    on_devices = dataclasses_replace(host, device_data=device_data.DeviceData(
+    on_devices = dataclasses.replace(host, device_data=device_data.DeviceData(
         table=table, batches=[{"row": rows.astype(np.int32)} for rows in order],
         gather=lambda table, batch: {name: values[batch["row"]] for name, values in table.items()}))
     results = []
@@ -220,11 +221,6 @@ def test_the_runner_gives_the_same_training_from_device_data_in_calls_of_k():
     np.testing.assert_allclose(device_losses, host_losses, rtol=1e-6)
     for a, b in zip(jax.tree.leaves(device_state), jax.tree.leaves(host_state)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-
-
-def dataclasses_replace(training, **changes):
-    import dataclasses
-    return dataclasses.replace(training, **changes)
 
 
 # Device batches against host batches ---------------------------------------------------

@@ -23,6 +23,9 @@ and the last good checkpoint, having saved nothing non-finite. Leave a margin fo
 of the first step, the final checkpoint and a stage's final evaluation, which runs
 to the end once training has finished.
 
+With --record=results/NAME.json a finished command writes a record of the run (its
+command, commit, machine, date, wall time and results.json) for causal_disent.report.
+
 Logic lives in `causal_disent.train`, which the tests exercise directly.
 """
 
@@ -44,7 +47,9 @@ from ml_collections import config_flags  # noqa: E402
 
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 from causal_disent.runs.config_file import RunConfigError, read_config  # noqa: E402
+from causal_disent.runs.results import read_results  # noqa: E402
 from causal_disent.train import interrupts, stages  # noqa: E402
 from causal_disent.train.deadline import TimeBudgetExhausted  # noqa: E402
 from causal_disent.train.finite_guard import NonFiniteTraining  # noqa: E402
@@ -90,6 +95,13 @@ _MAX_MINUTES = flags.DEFINE_float(
     lower_bound=0.0,
 )
 
+_RECORD = flags.DEFINE_string(
+    "record", None,
+    "Write a record of this command to this .json file when it ends with every stage "
+    "finished (e.g. results/<name>.json): the command, commit, machine, date, wall "
+    "time and the run's results.json, with the workdir's history "
+    "(causal_disent/runs/records.py). causal_disent.report renders tables from them.")
+
 # Exit status of a run that stopped at its --max_minutes budget: rerun to continue.
 EXIT_PAUSED = 3
 
@@ -114,6 +126,10 @@ def main(argv):
 
 
 def _run() -> None:
+    try:
+        recorder = records.Recorder("-m causal_disent.main", _RECORD.value)
+    except records.RecordError as error:
+        sys.exit(f"error: {error}")
     config, workdir = _config_and_workdir()
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     if not _SHOW_LOG.value:
@@ -125,7 +141,11 @@ def _run() -> None:
     try:
         stages.run(config, workdir, max_minutes=_MAX_MINUTES.value, mode=_MODE.value,
                    log_file=True, command=_command_line())
-    except (stages.InvalidRunError, CheckpointError, NonFiniteTraining) as error:
+        if jax.process_index() == 0:
+            recorder.write(read_results(workdir),
+                           runs=[records.workdir_history(workdir)])
+    except (stages.InvalidRunError, CheckpointError, NonFiniteTraining,
+            records.RecordError) as error:
         sys.exit(f"error: {error}")
     except TimeBudgetExhausted as paused:
         print(f"paused: {paused}; rerun the same command to continue", flush=True)

@@ -10,7 +10,9 @@ random card; a run without a card gives its results.json's scores only. Columns:
 each metric's headline scores, then from results.json the test split's
 reconstruction NLL and the interventional-consistency summaries (INV off and on the
 diagonal, EQV and SCN means). --format=json prints {label: {column: [mean, std, n]}}
-instead. See evaluation/card_summary.py.
+instead; --record=results/<name>.json also keeps the table's figures, each run's
+results.json and history, with this command, for causal_disent.report. See
+evaluation/card_summary.py.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ _GROUPS = flags.DEFINE_multi_string("group", [], "LABEL=PATH,PATH,... (repeatabl
 _REPRESENTATION = flags.DEFINE_string(
     "representation", None, "The cards' representation to read (default: each card's first).")
 _FORMAT = flags.DEFINE_enum("format", "markdown", ["markdown", "json"], "Output format.")
+_RECORD = flags.DEFINE_string(
+    "record", None,
+    "Also write a record (results/<name>.json, causal_disent/runs/records.py): this "
+    "command, commit, machine, date, each group's summary and each run's results.json "
+    "and history (the commands that trained it).")
 
 
 def parse_group(argument: str) -> tuple[str, list[str]]:
@@ -45,20 +52,39 @@ def main(argv) -> None:
     if not _GROUPS.value:
         sys.exit("error: give at least one --group=LABEL=WORKDIR,...")
     from causal_disent.evaluation import card_summary
+    from causal_disent.runs import records
 
-    groups = []
+    groups, recorded = [], {}
     try:
+        recorder = records.Recorder("-m causal_disent.summarize", _RECORD.value)
         for argument in _GROUPS.value:
             label, paths = parse_group(argument)
             runs = [run for path in paths for run in card_summary.expand_runs(path)]
             scores = [card_summary.read_run_scores(run, _REPRESENTATION.value) for run in runs]
             groups.append((label, card_summary.aggregate(scores)))
-    except (ValueError, FileNotFoundError) as error:
+            recorded[label] = {"summary": groups[-1][1],
+                               "runs": [_run_record(run, run_scores)
+                                        for run, run_scores in zip(runs, scores)]}
+        recorder.write({"groups": recorded})
+    except (ValueError, FileNotFoundError) as error:  # RecordError is a ValueError
         sys.exit(f"error: {error}")
     if _FORMAT.value == "json":
         print(json.dumps({label: summary for label, summary in groups}, indent=2))
     else:
         print(card_summary.markdown_table(groups))
+
+
+def _run_record(run, scores: dict) -> dict:
+    """One run of a group as its record keeps it: its scores, its results.json and how
+    it was made."""
+    from causal_disent.runs import records
+
+    entry = {"path": str(run), "scores": scores}
+    if run.is_dir():
+        entry["history"] = records.workdir_history(run)
+        if (run / "results.json").is_file():
+            entry["results"] = json.loads((run / "results.json").read_text())
+    return entry
 
 
 if __name__ == "__main__":

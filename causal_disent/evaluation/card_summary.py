@@ -25,6 +25,15 @@ RESULTS_FILE = "results.json"
 # Scalars of results.json quoted beside the card's: the test split's reconstruction,
 # and the interventional-consistency summaries (evaluation/consistency_scores.py).
 RESULT_KEYS = ("test_bce",)
+# Headline scalars of the stages that have no metric card: CT-VAE's retrieval
+# (headline structure, and the mean over Gumbel draws), stage 1's test PSNR,
+# CausalVAE's MIC / TIC / SHD.
+STAGE_KEYS = {
+    "ct": ("action_accuracy", "factor_accuracy", "draws.action_accuracy.mean",
+           "draws.factor_accuracy.mean"),
+    "mcqvae": ("test_psnr",),
+    "causalvae": ("mic", "tic", "shd"),
+}
 CONSISTENCY_KEYS = ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean")
 # The markdown table's column titles (the JSON output keeps the keys).
 COLUMN_TITLES = {
@@ -43,6 +52,14 @@ COLUMN_TITLES = {
     "consistency.inv_diagonal": "INV diagonal",
     "consistency.eqv_mean": "EQV mean",
     "consistency.scn_mean": "SCN mean",
+    "ct.action_accuracy": "action accuracy",
+    "ct.factor_accuracy": "factor accuracy",
+    "ct.draws.action_accuracy.mean": "action accuracy, draws",
+    "ct.draws.factor_accuracy.mean": "factor accuracy, draws",
+    "mcqvae.test_psnr": "stage 1 test PSNR",
+    "causalvae.mic": "MIC",
+    "causalvae.tic": "TIC",
+    "causalvae.shd": "SHD",
 }
 
 
@@ -71,7 +88,15 @@ def read_run_scores(run: Path, representation: str | None = None) -> dict[str, f
     has_results = results_path is not None and results_path.is_file()
     scores = card_scores(card_path, representation) if card_path.is_file() else {}
     if has_results:
-        for stage_results in json.loads(results_path.read_text()).values():
+        results = json.loads(results_path.read_text())
+        for stage, keys in STAGE_KEYS.items():
+            for key in keys:
+                value = _nested(results.get(stage) or {}, key)
+                if isinstance(value, (int, float)):
+                    scores[f"{stage}.{key}"] = float(value)
+        for stage_results in results.values():
+            if not isinstance(stage_results, dict):
+                continue
             for key in RESULT_KEYS:
                 if key in stage_results:
                     scores[key] = _number(stage_results[key])
@@ -84,6 +109,15 @@ def read_run_scores(run: Path, representation: str | None = None) -> dict[str, f
             f"the run first with `python -m causal_disent.evaluate --workdir={run} "
             f"--metrics=all`")
     return scores
+
+
+def _nested(mapping: dict, dotted: str):
+    """mapping["a"]["b"] for "a.b"; None when a key is missing."""
+    for key in dotted.split("."):
+        if not isinstance(mapping, dict) or key not in mapping:
+            return None
+        mapping = mapping[key]
+    return mapping
 
 
 def card_scores(card_path: Path, representation: str | None) -> dict[str, float]:

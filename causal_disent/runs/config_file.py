@@ -2,7 +2,6 @@
 whatever uses the run later (evaluation, the CT-VAE and CausalVAE interventions, a
 compared run)."""
 
-import datetime
 import json
 from pathlib import Path
 
@@ -46,10 +45,16 @@ COMMAND_FILE = "command.txt"
 
 def record_command(workdir: Path, command: str) -> None:
     """Appends `command` (a shell line) with the UTC time to WORKDIR/command.txt: the
-    history of the commands that ran on the workdir."""
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    history of the commands that ran on the workdir; and the same with the commit and
+    the machine to WORKDIR/provenance.jsonl, which records of the run
+    (runs/records.py) quote."""
+    from causal_disent.runs import records
+
+    line = records.provenance_line(command)
     with (Path(workdir) / COMMAND_FILE).open("a") as f:
-        f.write(f"{now}  {command}\n")
+        f.write(f"{line['date']}  {command}\n")
+    with (Path(workdir) / records.PROVENANCE_FILE).open("a") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 def write_config(workdir: Path, config: ml_collections.ConfigDict) -> None:

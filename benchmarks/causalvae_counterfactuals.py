@@ -34,6 +34,7 @@ from causal_disent.evaluation.counterfactual_scores import (  # noqa: E402
     score_counterfactuals,
 )
 from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
+from causal_disent.runs import records
 
 
 def main() -> None:
@@ -41,7 +42,9 @@ def main() -> None:
     parser.add_argument("--workdirs", required=True, help="comma-separated finished runs")
     parser.add_argument("--num_images", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
     workdirs = [Path(w) for w in args.workdirs.split(",") if w]
     first = ml_collections.ConfigDict(json.loads((workdirs[0] / "config.json").read_text()))
     first.causalvae.train.compare_workdirs = tuple(str(w) for w in workdirs)
@@ -66,7 +69,9 @@ def main() -> None:
                 value = entry[key][region]
                 cells.append("-" if value is None else f"{1000 * value:.2f}")
             print(" | ".join(cells))
-    print(json.dumps({"workdirs": [str(w) for w in workdirs], **scores}))
+    figures = {"workdirs": [str(w) for w in workdirs], **scores}
+    print(json.dumps(figures))
+    records.write_or_exit(recorder, figures, runs=[records.workdir_history(w) for w in workdirs])
 
 
 if __name__ == "__main__":

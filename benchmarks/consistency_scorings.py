@@ -21,6 +21,7 @@ from causal_disent.data import splits
 from causal_disent.evaluation import consistency_scores, trained_runs
 from causal_disent.runs import vae as vae_run
 from causal_disent.utils.sharding import make_data_mesh
+from causal_disent.runs import records
 
 SUMMARY_KEYS = ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean")
 
@@ -44,8 +45,15 @@ def scorings(workdir: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdirs", nargs="+")
-    for workdir in parser.parse_args().workdirs:
-        print(workdir, json.dumps(scorings(workdir)), flush=True)
+    records.add_record_flag(parser)
+    args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
+    figures = {}
+    for workdir in args.workdirs:
+        figures[workdir] = scorings(workdir)
+        print(workdir, json.dumps(figures[workdir]), flush=True)
+    records.write_or_exit(recorder, figures,
+                          runs=[records.workdir_history(w) for w in args.workdirs])
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from causal_disent.evaluation.trained_runs import load_config  # noqa: E402
 from causal_disent.runs import ct as ct_run  # noqa: E402
 from causal_disent.runs import mcqvae as mcqvae_run  # noqa: E402
 from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
+from causal_disent.runs import records
 
 ABLATIONS = ("none", "shuffled", "full", "empty")
 ROW_NAMES = {"none": "learned", "shuffled": "shuffled (same density)", "full": "full",
@@ -116,10 +117,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdir", type=Path)
     parser.add_argument("--num_pairs", type=int, default=2000)
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
     result = ablation_scores(args.workdir.absolute(), args.num_pairs)
     print(markdown(result))
     print(json.dumps(result))
+    records.write_or_exit(recorder, result, runs=[records.workdir_history(args.workdir)])
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from causal_disent.runs import records  # noqa: E402
+
 from configs import ctvae_shapes3d  # noqa: E402
 
 PAPER = ctvae_shapes3d.get_config()
@@ -198,7 +200,9 @@ def main():
     for name, value in SIZES.items():
         parser.add_argument(f"--{name}", type=int, default=value)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record if not args.child else None)
     SIZES.update({name: getattr(args, name) for name in SIZES})
     if args.child:
         if args.child == "cache_build":
@@ -248,6 +252,7 @@ def main():
     if build is not None:
         summary["cache_build_s"] = round(build["build_s"], 1)
     print(json.dumps(summary))
+    records.write_or_exit(recorder, {"summary": summary, "runs": results, "sizes": SIZES})
 
 
 if __name__ == "__main__":

@@ -85,6 +85,7 @@ from causal_disent import cli  # noqa: E402
 from causal_disent.runs import checkpoint  # noqa: E402
 from causal_disent.train import loop, reporting, runner, stages  # noqa: E402
 from causal_disent.utils.sharding import batch_sharded, global_batch, replicated  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 
 CASES = {
     # name: (config, stage timed, overrides)
@@ -293,7 +294,9 @@ def main() -> None:
                         help="the timed stage's train.steps_per_call")
     parser.add_argument("--device_data", default="off", choices=("auto", "on", "off"),
                         help="the timed stage's train.device_data")
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
     cases = [case.strip() for case in args.cases.split(",") if case.strip()]
     unknown = [case for case in cases if case not in CASES]
     if unknown:
@@ -313,9 +316,11 @@ def main() -> None:
         print(f"{case:11s} {figures['loop_steps_per_s']:8.2f} {figures['bare_steps_per_s']:8.2f} "
               f"{figures['ratio']:6.3f}   {'':13s}{figures['bare_ms_per_step']:6.1f} "
               + " ".join(f"{parts[part]:9.2f}" for part in (*PARTS, "rest")), flush=True)
-    print(json.dumps({"device": device.device_kind, "steps": args.steps,
-                      "steps_per_call": args.steps_per_call, "device_data": args.device_data,
-                      "cases": results}))
+    figures = {"device": device.device_kind, "steps": args.steps,
+               "steps_per_call": args.steps_per_call, "device_data": args.device_data,
+               "cases": results}
+    print(json.dumps(figures))
+    records.write_or_exit(recorder, figures)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from causal_disent import models  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
 from causal_disent.train.state import TrainState, train_step  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 from configs import ctvae_shapes3d  # noqa: E402
 
 
@@ -69,13 +70,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", default="paper,small", help="comma-separated; 'paper' is the base config")
     parser.add_argument("--steps", type=int, default=10)
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
     results = {}
     for name in args.variants.split(","):
         results[name] = time_variant(None if name == "paper" else name, args.steps)
         print(f"{name}: {results[name]}", flush=True)
     results["device"] = jax.devices()[0].device_kind
     print(json.dumps(results))
+    records.write_or_exit(recorder, results)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from causal_disent.data import registry  # noqa: E402
 from causal_disent.objectives.vae import bind_loss  # noqa: E402
 from causal_disent.runs import vae as vae_run  # noqa: E402
 from causal_disent.train import seed_stacking, vae_stage  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 
 
 def load_config(path: str):
@@ -104,7 +105,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--run_steps", type=int, default=2000)
     parser.add_argument("--execution", default="auto", choices=seed_stacking.EXECUTIONS)
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
     config = load_config(args.config)
     execution = seed_stacking.resolve_execution(args.execution, jax.devices()[0].platform)
     single = time_step(config, 1, args.steps)
@@ -120,10 +123,12 @@ def main() -> None:
           f"({stacked['step_s'] / args.seeds * 1e3:.1f} ms per model-step)")
     print(f"{args.run_steps}-step runs of {args.seeds} seeds: sequential {sequential_s:.0f} s, "
           f"stacked {stacked_s:.0f} s, {sequential_s / stacked_s:.2f}x less wall time")
-    print(json.dumps({"config": args.config, "platform": device.platform,
-                      "seeds": args.seeds, "execution": execution, "single": single,
-                      "stacked": stacked, "run_steps": args.run_steps, "sequential_s": sequential_s,
-                      "stacked_s": stacked_s, "speedup": sequential_s / stacked_s}))
+    figures = {"config": args.config, "platform": device.platform,
+               "seeds": args.seeds, "execution": execution, "single": single,
+               "stacked": stacked, "run_steps": args.run_steps, "sequential_s": sequential_s,
+               "stacked_s": stacked_s, "speedup": sequential_s / stacked_s}
+    print(json.dumps(figures))
+    records.write_or_exit(recorder, figures)
 
 
 if __name__ == "__main__":

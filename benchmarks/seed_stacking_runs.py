@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runs from a checkout without installing the package
 
 from causal_disent.runs.seeds import seed_workdir  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 
 
 def timed_run(config: str, workdir: Path, overrides: list[str]) -> float:
@@ -65,7 +66,9 @@ def main() -> None:
     parser.add_argument("--config", default="configs/betavae_dsprites_synth.py:small")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--root", default="", help="folder for the workdirs (default: a new temporary one)")
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
     root = Path(args.root or tempfile.mkdtemp(prefix="seed_stacking_runs_"))
 
     sequential = [timed_run(args.config, root / f"seed_{k}", [f"--config.seed={k}"])
@@ -81,9 +84,11 @@ def main() -> None:
     print("test NLL per seed, sequential / stacked:")
     for k, (a, b) in enumerate(zip(sequential_nll, stacked_nll)):
         print(f"  seed {k}: {a:.2f} / {b:.2f}")
-    print(json.dumps({"config": args.config, "seeds": args.seeds, "sequential_s": sequential,
-                      "stacked_s": stacked, "speedup": sum(sequential) / stacked,
-                      "sequential_test_nll": sequential_nll, "stacked_test_nll": stacked_nll}))
+    figures = {"config": args.config, "seeds": args.seeds, "sequential_s": sequential,
+               "stacked_s": stacked, "speedup": sum(sequential) / stacked,
+               "sequential_test_nll": sequential_nll, "stacked_test_nll": stacked_nll}
+    print(json.dumps(figures))
+    records.write_or_exit(recorder, figures)
 
 
 if __name__ == "__main__":

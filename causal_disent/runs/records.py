@@ -106,15 +106,16 @@ def _memory_gb() -> float | None:
     return None
 
 
-def command_line(entry: str) -> str:
-    """This process's command as typed: `entry` is "-m causal_disent.main" or a script
-    path; the interpreter is written relative to the working directory when it lies
+def command_line(entry: str | None = None) -> str:
+    """This process's command as typed: `entry` is "-m causal_disent.main", or None for
+    a script (its path as typed, e.g. benchmarks/ct_step_time.py); the interpreter is written relative to the working directory when it lies
     under it (".venv/bin/python"), as the README's commands are."""
     interpreter = Path(sys.executable)
     try:
         interpreter = interpreter.relative_to(Path.cwd())
     except ValueError:
         pass
+    entry = entry if entry is not None else shlex.quote(sys.argv[0])
     return f"{shlex.quote(str(interpreter))} {entry} {shlex.join(sys.argv[1:])}".rstrip()
 
 
@@ -177,7 +178,7 @@ class Recorder:
         recorder.write(figures, runs=[records.workdir_history(W)])
     """
 
-    def __init__(self, entry: str, path: str | os.PathLike | None):
+    def __init__(self, entry: str | None, path: str | os.PathLike | None):
         self.path = None if path in (None, "") else check_path(path)
         self.command = command_line(entry)
         self.date = utc_now()
@@ -200,6 +201,29 @@ class Recorder:
                               f"give --record a writable path") from None
         print(f"record: {self.path}")
         return self.path
+
+
+def add_record_flag(parser) -> None:
+    """--record for a benchmark script's argparse parser."""
+    parser.add_argument(
+        "--record", default=None, metavar="results/NAME.json",
+        help="also write this command's figures as a record (causal_disent/runs/records.py)")
+
+
+def script_recorder(path: str | None) -> Recorder:
+    """A benchmark script's Recorder (its path as the command), or exit with one
+    `error:` line when --record cannot be a record file."""
+    try:
+        return Recorder(None, path)
+    except RecordError as error:
+        sys.exit(f"error: {error}")
+
+
+def write_or_exit(recorder: Recorder, figures, runs: list[dict] | None = None) -> None:
+    try:
+        recorder.write(figures, runs=runs)
+    except RecordError as error:
+        sys.exit(f"error: {error}")
 
 
 def check_path(path: str | os.PathLike) -> Path:

@@ -81,6 +81,8 @@ def _run_record(run, scores: dict) -> dict:
 
     entry = {"path": str(run), "scores": scores}
     if run.is_dir():
+        if (run / "config.json").is_file():
+            entry["seed"] = json.loads((run / "config.json").read_text()).get("seed")
         entry["history"] = records.workdir_history(run)
         if (run / "results.json").is_file():
             entry["results"] = json.loads((run / "results.json").read_text())

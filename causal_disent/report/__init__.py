@@ -1,0 +1,1 @@
+"""Results tables rendered from results/ records (see __main__ for the command)."""

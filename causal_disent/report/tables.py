@@ -1,0 +1,300 @@
+"""The results tables of README.md and docs/, each rendered from results/ records.
+
+Every figure a table shows is read from a record (causal_disent/runs/records.py: a
+file the measuring command wrote itself) or, for the GPU runs brought back before
+records existed, from the run's own files under results/<run folder>/. Reference
+figures (the papers', the authors' code's) come from `reference.py`, with their source.
+A table names its records in TABLES; `python -m causal_disent.report` renders them.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+from causal_disent.report import reference
+from causal_disent.runs import records
+
+# Shapes3D actions in the CT-VAE's order; the geometry columns are these pairs.
+GEOMETRY = {"scale": (3, 9), "shape": (4, 10), "orientation": (5, 11)}
+
+
+class MissingRecord(records.RecordError):
+    """A table needs a record that results/ does not hold."""
+
+
+class Results:
+    """The records of a results/ folder, read on demand."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+
+    def record(self, name: str) -> dict:
+        path = self.directory / f"{name}.json"
+        if not path.is_file():
+            raise MissingRecord(f"{path} is missing: run the command that writes it "
+                                f"(docs/results.md lists each record's command)")
+        return records.read_record(path)
+
+    def run_folder(self, name: str) -> Path:
+        path = self.directory / name
+        if not (path / "results.json").is_file():
+            raise MissingRecord(f"{path}/results.json is missing")
+        return path
+
+
+# Formatting -------------------------------------------------------------------
+
+def fixed(value: float, digits: int = 3) -> str:
+    return f"{value:.{digits}f}"
+
+
+def mean_std(values, digits: int = 3) -> str:
+    values = list(values)
+    if len(values) == 1:
+        return fixed(values[0], digits)
+    return f"{fixed(statistics.mean(values), digits)} ± {fixed(statistics.stdev(values), digits)}"
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def machine_name(machine: dict) -> str:
+    """"2 AMD EPYC cores" on CPU, the accelerator otherwise."""
+    if machine.get("platform") == "cpu":
+        return f"{machine['cores']} {machine['cpu']} cores"
+    return machine["devices"]
+
+
+def record_command(record: dict) -> str:
+    return f"`{record['command']}`"
+
+
+# CT-VAE ---------------------------------------------------------------------------
+
+def _ct(run: dict) -> dict:
+    return run["results"]["ct"]
+
+
+def _headline(ct: dict) -> str:
+    return f"{fixed(ct['action_accuracy'])} / {fixed(ct['factor_accuracy'])}"
+
+
+def _draws(ct: dict) -> str:
+    draws = ct["draws"]
+    return (f"{fixed(draws['action_accuracy']['mean'])} ± {fixed(draws['action_accuracy']['std'])}"
+            f" / {fixed(draws['factor_accuracy']['mean'])} ± "
+            f"{fixed(draws['factor_accuracy']['std'])}")
+
+
+def _geometry(ct: dict) -> str:
+    per_action = ct["per_action_accuracy"]
+    return ", ".join(f"{per_action[plus]:.2f} / {per_action[minus]:.2f}"
+                     for plus, minus in GEOMETRY.values())
+
+
+def _stage_seconds(run: dict, stage: str) -> float | None:
+    """A stage's training and evaluation time from the run's first logged command."""
+    for session in run.get("history", {}).get("log_sessions", []):
+        if stage in session["stage_seconds"]:
+            return session["stage_seconds"][stage]
+    return None
+
+
+def _psnr(run: dict) -> str:
+    stage_one = run["results"].get("mcqvae")
+    return f"{stage_one['test_psnr']:.1f} dB" if stage_one else "–"
+
+
+def _group_runs(record: dict) -> dict[str, list[dict]]:
+    return {label: group["runs"] for label, group in record["figures"]["groups"].items()}
+
+
+def ct_small_seeds(results: Results) -> str:
+    """`:small` per seed and over seeds: the issue's CPU target."""
+    record = results.record("ctvae_small_seeds")
+    runs = next(iter(_group_runs(record).values()))
+    rows = []
+    for run in runs:
+        ct = _ct(run)
+        total = sum(_stage_seconds(run, stage) or 0 for stage in ("mcqvae", "ct"))
+        rows.append([f"seed {run['seed']}", _psnr(run), _headline(ct), _draws(ct),
+                     minutes(total), _geometry(ct)])
+    cts = [_ct(run) for run in runs]
+    rows.append([f"mean ± std, {len(runs)} seeds",
+                 mean_std([run["results"]["mcqvae"]["test_psnr"] for run in runs], 1) + " dB",
+                 f"**{mean_std([c['action_accuracy'] for c in cts])} / "
+                 f"{mean_std([c['factor_accuracy'] for c in cts])}**",
+                 f"{mean_std([c['draws']['action_accuracy']['mean'] for c in cts])} / "
+                 f"{mean_std([c['draws']['factor_accuracy']['mean'] for c in cts])}",
+                 "", ""])
+    return table(["run", "stage 1 test PSNR", "headline (most likely)", "8 draws, mean ± std",
+                  "minutes, both stages", "scale, shape, orientation (+ / −)"], rows)
+
+
+def ct_small_tried(results: Results) -> str:
+    """Stage-2 variants on a trained `:small` stage 1."""
+    record = results.record("ctvae_small_tried")
+    rows = []
+    for label, runs in _group_runs(record).items():
+        for run in runs:
+            ct = _ct(run)
+            seconds = _stage_seconds(run, "ct")
+            rows.append([label, _headline(ct), _draws(ct),
+                         "–" if seconds is None else minutes(seconds), _geometry(ct)])
+    return table(["stage 2", "headline (most likely)", "8 draws, mean ± std",
+                  "stage-2 minutes", "scale, shape, orientation (+ / −)"], rows)
+
+
+def ct_graph_ablation(results: Results) -> str:
+    """Learned graph against shuffled, full and empty ones, on two trained models."""
+    names = {"ct_graph_ablation_small": "graph KL weight 0.4 (paper)",
+             "ct_graph_ablation_small_graph_kl0": "graph KL weight 0"}
+    figures = {name: results.record(name)["figures"] for name in names}
+    rows = []
+    for row in next(iter(figures.values()))["rows"]:
+        rows.append([row] + [f"{fixed(f['rows'][row]['action_accuracy'])} / "
+                             f"{fixed(f['rows'][row]['factor_accuracy'])}"
+                             for f in figures.values()])
+    for key, title in (("edge_density", "learned edge density, per action"),
+                       ("mask_density", "learned mask density, per action")):
+        rows.append([title] + [f"{min(f['learned_structure'][key]):.2f}–"
+                               f"{max(f['learned_structure'][key]):.2f}"
+                               for f in figures.values()])
+    return table(["graph"] + list(names.values()), rows)
+
+
+def ct_gpu(results: Results) -> str:
+    """The `:gpu` run's curve and final scores (a run folder brought back from a GPU)."""
+    folder = results.run_folder("gpu_2026-11-26_h200_ctvae_40k")
+    curve = [json.loads(line) for line in (folder / "ct.jsonl").read_text().splitlines()
+             if line.strip()]
+    rows = [[str(point["step"]),
+             f"{fixed(point['action_accuracy'], 2)} / {fixed(point['factor_accuracy'], 2)}",
+             f"{fixed(point['action_accuracy_draws_mean'], 2)} / "
+             f"{fixed(point['factor_accuracy_draws_mean'], 2)}"] for point in curve]
+    ct = json.loads((folder / "results.json").read_text())["ct"]
+    rows.append([f"final, {ct['num_pairs']} pairs", f"**{_headline(ct)}**", _draws(ct)])
+    return table(["stage-2 step", "headline action / factor", "8 draws, mean"], rows)
+
+
+# CausalVAE, consistency, speed ---------------------------------------------------
+
+def causalvae_pendulum_small(results: Results) -> str:
+    record = results.record("causalvae_pendulum_small")
+    run = record["figures"]["causalvae"]
+    paper = reference.CAUSALVAE_MIC_TIC["pendulum"]
+    return table(
+        ["data, decoder", "MIC / TIC (paper)", "SHD", "test BCE", "minutes", "machine"],
+        [["Pendulum, per concept (default)",
+          f"{100 * run['mic']:.1f} / {100 * run['tic']:.1f} ({paper[0]} / {paper[1]})",
+          str(run["shd"]), f"{run['test_bce']:.0f}", minutes(record["wall_seconds"]),
+          machine_name(record["machine"])]])
+
+
+CONSISTENCY_ROWS = {"AE": ["cons_ae"], "AE + C-I": ["cons_ae_ci"], "XAE": ["cons_xae"],
+                    "XAE + C-I": ["cons_xae_ci"]}
+
+
+def consistency_shapes3d(results: Results) -> str:
+    """INV / EQV / SCN under both normalisations, with each model's test BCE."""
+    summary = results.record("consistency_shapes3d_small")["figures"]["groups"]
+    scorings = results.record("consistency_scorings_shapes3d_small")
+    rows = []
+    for label, group in summary.items():
+        paths = [run["path"] for run in group["runs"]]
+        scored = [scorings["figures"][path] for path in paths]
+        cells = [label, str(len(paths)),
+                 mean_std([run["scores"]["test_bce"] for run in group["runs"]], 1)]
+        for key in ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean"):
+            cells.append(f"{mean_std([s['authors'][key] for s in scored])} / "
+                         f"{mean_std([s['variance'][key] for s in scored])}")
+        seconds = [_stage_seconds(run, "vae") for run in group["runs"]]
+        cells.append(minutes(sum(s for s in seconds if s is not None)))
+        rows.append(cells)
+    return table(["model", "seeds", "test BCE", "INV off-diag., authors' / unit-free",
+                  "INV diagonal", "EQV mean", "SCN mean", "CPU minutes (all seeds)"], rows)
+
+
+def ct_step_time(results: Results) -> str:
+    """Stage-2 step at the paper's sizes against the authors' PyTorch code."""
+    record = results.record("ct_step_time_cpu")
+    ours = record["figures"]["summary"]
+    authors = reference.AUTHORS_CT_STEP_SECONDS
+    rows = []
+    for name, steps in (("authors' PyTorch (encoder and decoder in every step)", authors),
+                        (f"causal_disent, code cache ({machine_name(record['machine'])})",
+                         ours)):
+        rows.append([name, *(f"{steps[mode]:.3f}" for mode in ("standard", "action", "causal")),
+                     f"{steps['causal'] / steps['action']:.1f}×",
+                     f"{steps['causal_peak_rss_gb']:.2f} GB"])
+    rows.append(["speed-up", *(f"{authors[mode] / ours[mode]:.0f}×"
+                               for mode in ("standard", "action", "causal")), "", ""])
+    return table(["stage-2 step, seconds", "standard", "action", "causal", "causal / action",
+                  "causal peak memory"], rows)
+
+
+# The front page ------------------------------------------------------------------
+
+def headline(results: Results) -> str:
+    """The README's first table: each headline figure against the paper's."""
+    seeds = results.record("ctvae_small_seeds")
+    runs = next(iter(_group_runs(seeds).values()))
+    cts = [_ct(run) for run in runs]
+    gpu = results.run_folder("gpu_2026-11-26_h200_ctvae_40k")
+    gpu_ct = json.loads((gpu / "results.json").read_text())["ct"]
+    gpu_name = (gpu / "gpu.txt").read_text().splitlines()[1].split(",")[0]
+    causalvae = results.record("causalvae_pendulum_small")
+    cv = causalvae["figures"]["causalvae"]
+    steps = results.record("ct_step_time_cpu")
+    ours = steps["figures"]["summary"]
+    paper_ct = reference.CT_VAE_ACCURACY
+    paper_cv = reference.CAUSALVAE_MIC_TIC["pendulum"]
+    authors = reference.AUTHORS_CT_STEP_SECONDS
+    rows = [
+        ["CT-VAE, test action / factor accuracy, `:small`",
+         f"{mean_std([c['action_accuracy'] for c in cts])} / "
+         f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(runs)} seeds)",
+         f"{paper_ct[0]} / {paper_ct[1]}",
+         f"{machine_name(seeds['machine'])}, about "
+         f"{round(statistics.mean(_stage_seconds(r, 'mcqvae') + _stage_seconds(r, 'ct') for r in runs) / 60)} min a seed"],
+        ["CT-VAE, the same, `:gpu` (paper sizes): headline; 8 draws",
+         f"{_headline(gpu_ct)}; {fixed(gpu_ct['draws']['action_accuracy']['mean'])} / "
+         f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
+         f"{paper_ct[0]} / {paper_ct[1]}", f"1 {gpu_name}, 7 min"],
+        ["CausalVAE, Pendulum: MIC / TIC / SHD, `:small`",
+         f"{100 * cv['mic']:.1f} / {100 * cv['tic']:.1f} / {cv['shd']}",
+         f"{paper_cv[0]} / {paper_cv[1]} / –",
+         f"{machine_name(causalvae['machine'])}, {round(causalvae['wall_seconds'] / 60)} min"],
+        ["CT-VAE stage-2 causal step (paper sizes), seconds",
+         f"{ours['causal']:.2f} ({authors['causal'] / ours['causal']:.0f}× faster)",
+         f"{authors['causal']} (authors' code)", machine_name(steps["machine"])],
+    ]
+    return table(["figure", "causal_disent", "paper / reference", "machine, time"], rows)
+
+
+TABLES: dict[str, Callable[[Results], str]] = {
+    "headline": headline,
+    "ct_small_seeds": ct_small_seeds,
+    "ct_small_tried": ct_small_tried,
+    "ct_graph_ablation": ct_graph_ablation,
+    "ct_gpu": ct_gpu,
+    "causalvae_pendulum_small": causalvae_pendulum_small,
+    "consistency_shapes3d": consistency_shapes3d,
+    "ct_step_time": ct_step_time,
+}
+
+
+def render(name: str, results: Results) -> str:
+    if name not in TABLES:
+        raise KeyError(f"no table named {name!r}; known: {', '.join(TABLES)}")
+    return TABLES[name](results)

@@ -5,11 +5,13 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from tensorboard.backend.event_processing import event_accumulator
 
 from causal_disent.main import EXIT_PAUSED, default_workdir
 from tests.helpers import REPO_ROOT
+from tests.test_docs_commands import readme_first_command, run_documented
 
 
 def run_cli(*args, cwd):
@@ -20,21 +22,20 @@ def run_cli(*args, cwd):
     )
 
 
-def test_tiny_run_from_the_command_line_with_overrides(tmp_path):
-    """Both stages as a new user runs them: progress, compile notices, validation
-    points and the summary on stdout; stderr quiet; the whole log in log.txt; the
-    records in metrics.jsonl and TensorBoard."""
-    config = str(REPO_ROOT / "configs" / "ctvae_shapes3d.py") + ":tiny"
-    result = run_cli(f"--config={config}", "--config.mcqvae.train.num_steps=4", cwd=tmp_path)
+def test_the_readmes_first_command_from_a_fresh_directory(tmp_path):
+    """Both stages as a new user runs them, the README's first command as written:
+    progress, compile notices, validation points and the summary on stdout; stderr
+    quiet; the whole log in log.txt; the records in metrics.jsonl and TensorBoard."""
+    [result] = run_documented(readme_first_command(), tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     workdir = tmp_path / "workdirs" / "ctvae_shapes3d_tiny"
     assert f"workdir: {workdir}" in result.stdout
-    assert json.loads((workdir / "results.json").read_text())["mcqvae"]["steps"] == 4
+    assert json.loads((workdir / "results.json").read_text())["mcqvae"]["steps"] == 6
     out = result.stdout
     for expected in ("[mcqvae] initialising the model (compiling its first state)...",
                      "[mcqvae] compiling the training step...",
                      "[ct] compiling the standard step...", "images/s", "pairs/s", "ETA",
-                     "[ct] step 3: test action accuracy", "[mcqvae] evaluating step 4"):
+                     "[ct] step 3: test action accuracy", "[mcqvae] evaluating step 6"):
         assert expected in out, out
     assert re.search(r"^  mcqvae +test PSNR \d+\.\d\d dB, MSE \d\.\d{4}, codebook perplexity "
                      r"\d+\.\d +\d+m\d\ds$", out, re.MULTILINE), out
@@ -60,16 +61,29 @@ def test_tiny_run_from_the_command_line_with_overrides(tmp_path):
     assert "results/action_accuracy" in events.Tags()["scalars"]
     assert {"figures/ct_interventions", "figures/ct_confusion"} <= set(events.Tags()["images"])
     # --workdir alone resumes the run with its own config.json (here: both stages are
-    # finished, so nothing runs); command.txt holds both commands, rerunnable anywhere.
-    again = run_cli(f"--workdir={workdir}", cwd=REPO_ROOT)
+    # finished, so nothing runs); command.txt holds both commands, rerunnable anywhere;
+    # --record writes the finished run's record.
+    record_path = tmp_path / "results" / "tiny.json"
+    again = run_cli(f"--workdir={workdir}", f"--record={record_path}", cwd=REPO_ROOT)
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"resuming {workdir} with its own config.json" in again.stdout
     assert "[ct] already finished at step 6; skipped" in again.stdout
     commands = (workdir / "command.txt").read_text().splitlines()
     assert len(commands) == 2
     assert commands[0].endswith(f"UTC  cd {tmp_path} && {sys.executable} -m causal_disent.main "
-                                f"--config={config} --config.mcqvae.train.num_steps=4")
-    assert commands[1].endswith(f"-m causal_disent.main --workdir={workdir}")
+                                f"--config=configs/ctvae_shapes3d.py:tiny")
+    assert commands[1].endswith(f"-m causal_disent.main --workdir={workdir} "
+                                f"--record={record_path}")
+    record = json.loads(record_path.read_text())
+    interpreter = Path(sys.executable)  # written as typed: relative under the cwd
+    if interpreter.is_relative_to(REPO_ROOT):
+        interpreter = interpreter.relative_to(REPO_ROOT)
+    assert record["command"] == (f"{interpreter} -m causal_disent.main "
+                                 f"--workdir={workdir} --record={record_path}")
+    assert record["figures"] == json.loads((workdir / "results.json").read_text())
+    history = record["runs"][0]
+    assert [c["command"] for c in history["commands"]] == [c.split("UTC  ", 1)[1] for c in commands]
+    assert history["log_sessions"][0]["stage_seconds"].keys() == {"mcqvae", "ct"}
 
 
 def test_bad_override_fails_with_a_clear_message(tmp_path):

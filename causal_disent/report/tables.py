@@ -243,6 +243,18 @@ def ct_step_time(results: Results) -> str:
                   "causal peak memory"], rows)
 
 
+def records_index(results: Results) -> str:
+    """Every record in results/: what wrote it, where and when."""
+    rows = []
+    for name, record in records.read_all(results.directory).items():
+        rows.append([f"[{name}.json](../results/{name}.json)", record_command(record),
+                     (record["commit"] or "–")[:12] + ("+dirty" if "dirty" in
+                                                        (record["commit"] or "") else ""),
+                     machine_name(record["machine"]), record["date"],
+                     minutes(record["wall_seconds"])])
+    return table(["record", "command", "commit", "machine", "date", "minutes"], rows)
+
+
 # The front page ------------------------------------------------------------------
 
 def headline(results: Results) -> str:
@@ -291,6 +303,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "causalvae_pendulum_small": causalvae_pendulum_small,
     "consistency_shapes3d": consistency_shapes3d,
     "ct_step_time": ct_step_time,
+    "records_index": records_index,
 }
 
 

@@ -86,13 +86,32 @@ def test_missing_run_card_and_representation_are_named(tmp_path):
     (tmp_path / "unscored").mkdir()
     with pytest.raises(FileNotFoundError, match="causal_disent.evaluate --workdir="):
         card_summary.read_run_scores(tmp_path / "unscored")
-    (tmp_path / "unscored" / "results.json").write_text(json.dumps(  # a CT-VAE run's
-        {"mcqvae": {"test_psnr": 25.0}, "ct": {"action_accuracy": 0.8}}))
+    (tmp_path / "unscored" / "results.json").write_text(json.dumps({"vae": {"steps": 3}}))
     with pytest.raises(FileNotFoundError, match="no score to show in its results.json"):
         card_summary.read_run_scores(tmp_path / "unscored")
     run = write_run(tmp_path / "w", mig=0.1, dci=0.1)
     with pytest.raises(ValueError, match="no representation 'concepts'; it has encoder_mean"):
         card_summary.read_run_scores(run, "concepts")
+
+
+def test_stages_without_a_card_give_their_headline_scalars(tmp_path):
+    """CT-VAE (headline and mean over draws), stage 1 and CausalVAE runs have no metric
+    card; their results.json headline figures are the run's scores."""
+    run = tmp_path / "ct"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps({
+        "mcqvae": {"test_psnr": 25.0},
+        "ct": {"action_accuracy": 0.8, "factor_accuracy": 0.85, "per_action_accuracy": [1.0],
+               "draws": {"action_accuracy": {"mean": 0.79, "std": 0.01},
+                         "factor_accuracy": {"mean": 0.84, "std": 0.01}}}}))
+    assert card_summary.read_run_scores(run) == {
+        "ct.action_accuracy": 0.8, "ct.factor_accuracy": 0.85,
+        "ct.draws.action_accuracy.mean": 0.79, "ct.draws.factor_accuracy.mean": 0.84,
+        "mcqvae.test_psnr": 25.0}
+    (run / "results.json").write_text(json.dumps(
+        {"causalvae": {"mic": 0.99, "tic": 0.95, "shd": 0, "learned_graph": [[0]]}}))
+    assert card_summary.read_run_scores(run) == {"causalvae.mic": 0.99, "causalvae.tic": 0.95,
+                                                 "causalvae.shd": 0.0}
 
 
 def test_group_arguments():
@@ -109,6 +128,22 @@ def test_command_prints_the_table_and_refuses_an_unscored_run(tmp_path):
     done = subprocess.run(command + [f"--group=VAE={tmp_path / 'w'}"], capture_output=True,
                           text=True, check=True)
     assert "| VAE | 2 | 0.200 ± 0.141 | 0.200 ± 0.000 |" in done.stdout
+    # --record keeps the table's figures and each run's results, with the command.
+    record_path = tmp_path / "results" / "vae.json"
+    subprocess.run(command + [f"--group=VAE={tmp_path / 'w'}", f"--record={record_path}"],
+                   capture_output=True, text=True, check=True)
+    record = json.loads(record_path.read_text())
+    assert record["command"].endswith(f"-m causal_disent.summarize --group=VAE={tmp_path / 'w'} "
+                                      f"--record={record_path}")
+    group = record["figures"]["groups"]["VAE"]
+    assert group["summary"]["mig.discrete_mig"] == [0.2, pytest.approx(0.1414, abs=1e-4), 2]
+    assert [run["scores"]["test_bce"] for run in group["runs"]] == [60.0, 62.0]
+    assert group["runs"][1]["results"] == json.loads(
+        (tmp_path / "w" / "seeds" / "seed_1" / "results.json").read_text())
+    refused = subprocess.run(command + [f"--group=VAE={tmp_path / 'w'}", "--record=out.txt"],
+                             capture_output=True, text=True)
+    assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+        "error: --record=out.txt: a record is a .json file, e.g. --record=results/<name>.json"]
     (tmp_path / "bare").mkdir()
     failed = subprocess.run(command + [f"--group={tmp_path / 'bare'}"], capture_output=True,
                             text=True)

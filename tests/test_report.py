@@ -1,0 +1,70 @@
+"""The README and docs/ say what the records in results/ say: every generated table
+equals its rendering, an edited figure is caught, and the README stays a front page."""
+
+import shutil
+
+import pytest
+
+from causal_disent.report import __main__ as report
+from causal_disent.report import markdown, tables
+from causal_disent.runs import records
+from tests.helpers import REPO_ROOT
+
+
+def test_every_generated_table_equals_its_rendering_from_the_records():
+    assert report.differences(REPO_ROOT, REPO_ROOT / "results") == []
+
+
+def test_every_table_has_a_place_and_every_place_a_table():
+    placed = [name for path in markdown.markdown_files(REPO_ROOT)
+              for name in markdown.blocks(path.read_text())]
+    assert sorted(placed) == sorted(tables.TABLES)
+
+
+@pytest.fixture
+def copy_of_the_docs(tmp_path):
+    shutil.copy(REPO_ROOT / "README.md", tmp_path / "README.md")
+    shutil.copytree(REPO_ROOT / "docs", tmp_path / "docs")
+    shutil.copytree(REPO_ROOT / "results", tmp_path / "results")
+    return tmp_path
+
+
+def test_one_edited_figure_in_the_readme_fails_the_check(copy_of_the_docs):
+    readme = copy_of_the_docs / "README.md"
+    text = readme.read_text()
+    body = markdown.blocks(text)["headline"]
+    first_row = body.splitlines()[2]
+    edited_row = first_row.replace("0.8", "0.9", 1)
+    assert edited_row != first_row
+    readme.write_text(text.replace(first_row, edited_row))
+    [difference] = report.differences(copy_of_the_docs, copy_of_the_docs / "results")
+    assert difference.startswith("--- README.md (headline)")
+    assert f"-{edited_row}" in difference and f"+{first_row}" in difference
+    # --write puts the records' figure back.
+    assert report.main(["--write", f"--root={copy_of_the_docs}"]) == 0
+    assert readme.read_text() == text
+
+
+def test_a_changed_record_or_a_missing_one_fails_the_check(copy_of_the_docs):
+    results = copy_of_the_docs / "results"
+    (results / "ct_step_time_cpu.json").unlink()
+    found = report.differences(copy_of_the_docs, results)
+    assert any("table headline" in entry and "ct_step_time_cpu.json is missing" in entry
+               for entry in found)
+    assert report.main([f"--root={copy_of_the_docs}"]) == 1
+
+
+def test_the_records_hold_command_commit_machine_date_and_figures():
+    found = records.read_all(REPO_ROOT / "results")  # raises on a record lacking one
+    assert len(found) >= 10
+    for name, record in found.items():
+        assert record["command"].startswith(".venv/bin/python "), name
+        assert record["machine"]["cpu"] and record["date"].endswith("UTC"), name
+
+
+def test_the_readme_is_a_front_page_with_its_results_first():
+    lines = (REPO_ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 300
+    first_table = next(number for number, line in enumerate(lines, 1) if line.startswith("|"))
+    assert first_table <= 100
+    assert lines[first_table - 2] == "<!-- report:headline -->"

@@ -7,7 +7,8 @@ r"""Writes a metric card: every disentanglement score, with its settings and tim
       score the ground-truth factors (the ceiling) / a random projection of them (the
       floor) -> metrics_card_<model>_<dataset>.json, or --output
 
-Options: --metrics=mig,dci,... (names in `evaluation.card.METRICS`),
+--record=results/<name>.json also writes the card as a record, with this command
+(causal_disent/runs/records.py). Options: --metrics=mig,dci,... (names in `evaluation.card.METRICS`),
 --num_samples (each metric's training points; test sets are half: the reference
 10 000 / 5 000 by default), --seed, --representation (a trained run's: its default,
 a name, or all; MCQ-VAE/CT-VAE runs have code_indices and codebook_vectors,
@@ -36,6 +37,10 @@ _REPRESENTATION = flags.DEFINE_string(
     "representation", "default", "A trained run's representation: default, a name, or all.")
 _NUM_SAMPLES = flags.DEFINE_integer("num_samples", 10_000, "Training points per metric.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of every metric's sampling and classifiers.")
+_RECORD = flags.DEFINE_string(
+    "record", None,
+    "Also write a record (results/<name>.json, causal_disent/runs/records.py): this "
+    "command, commit, machine, date, wall time and the card, with the workdir's history.")
 _OUTPUT = flags.DEFINE_string(
     "output", None,
     "Card path. Default: WORKDIR/metrics_card.json, or metrics_card_<model>_<dataset>.json "
@@ -45,12 +50,14 @@ _OUTPUT = flags.DEFINE_string(
 def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
+    from causal_disent.runs import records
     from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
     from causal_disent.utils import console, json_values
 
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     console.quiet_stderr()  # JAX's backend probe and other INFO lines: not for the user
-    try:
+    try:  # RecordError is a ValueError
+        recorder = records.Recorder("-m causal_disent.evaluate", _RECORD.value)
         card, output = build_card()
     except (ValueError, CheckpointError) as error:  # bad flags, unusable runs: say why
         sys.exit(f"error: {error}")
@@ -58,6 +65,8 @@ def main(argv) -> None:
     output.write_text(json_values.dumps(card, indent=2) + "\n")
     print(summary(card))
     print(f"metrics card: {output.absolute()}")
+    runs = [records.workdir_history(_WORKDIR.value)] if _WORKDIR.value else None
+    records.write_or_exit(recorder, card, runs=runs)
 
 
 def build_card() -> tuple[dict, Path]:

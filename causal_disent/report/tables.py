@@ -243,6 +243,48 @@ def ct_step_time(results: Results) -> str:
                   "causal peak memory"], rows)
 
 
+LOOP_CASES = {"betavae": "β-VAE", "betavae_s8": "β-VAE, 8 stacked seeds",
+              "factorvae": "FactorVAE", "mcqvae": "MCQ-VAE (stage 1)",
+              "ct": "CT-VAE stage 2 (code cache)", "ct_cache": "CT-VAE stage 2 (code cache)"}
+
+
+def _loop_cells(case: dict | None) -> str:
+    if case is None:
+        return "–"
+    return (f"{case['loop_steps_per_s']:.1f} / {case['bare_steps_per_s']:.1f} "
+            f"(**{case['ratio']:.2f}**)")
+
+
+def _loop_table(before: dict, after: dict, before_title: str, after_title: str,
+                skip: tuple[str, ...] = ()) -> str:
+    rows = [[LOOP_CASES.get(name, name), _loop_cells(before["cases"].get(name)),
+             _loop_cells(after["cases"].get(name))]
+            for name in dict.fromkeys([*before["cases"], *after["cases"]]) if name not in skip]
+    return table(["case", before_title, after_title], rows)
+
+
+def loop_overhead_cpu(results: Results) -> str:
+    """Whole loop against the bare compiled step on the CPU, k = 1 and k = 4."""
+    one = results.record("loop_overhead_cpu_k1")
+    four = results.record("loop_overhead_cpu_k4")
+    return _loop_table(one["figures"], four["figures"],
+                       "k = 1: loop / bare steps/s (ratio)",
+                       "k = 4: loop / bare steps/s (ratio)")
+
+
+def loop_overhead_gpu(results: Results) -> str:
+    """The same on one GPU: the benchmark's own outputs brought back from the machine
+    (their last line is its JSON)."""
+    folder = results.directory / "gpu_2026-11-26_h200_loop_overhead"
+    last = lambda name: json.loads((folder / name).read_text().strip().splitlines()[-1])  # noqa: E731
+    return _loop_table(last("k1_host_data.txt"), last("k10_device_data.txt"),
+                       "k = 1, host data: loop / bare steps/s (ratio)",
+                       "k = 10, device data: loop / bare steps/s (ratio)",
+                       # Its k = 1 `ct` case encoded images and compiled modes inside
+                       # the timed loop (the folder's README.md): not a loop overhead.
+                       skip=("ct",))
+
+
 def records_index(results: Results) -> str:
     """Every record in results/: what wrote it, where and when."""
     rows = []
@@ -304,6 +346,8 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "consistency_shapes3d": consistency_shapes3d,
     "ct_step_time": ct_step_time,
     "records_index": records_index,
+    "loop_overhead_cpu": loop_overhead_cpu,
+    "loop_overhead_gpu": loop_overhead_gpu,
 }
 
 

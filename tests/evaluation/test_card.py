@@ -137,9 +137,13 @@ def run_evaluate(*args, cwd):
 
 def test_command_line_writes_and_prints_the_card(tmp_path):
     result = run_evaluate("--model=identity", "--dataset=pendulum", "--metrics=mig,betavae",
-                          "--num_samples=200", cwd=tmp_path)
+                          "--num_samples=200", "--record=results/identity.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     saved = json.loads((tmp_path / "metrics_card_identity_pendulum.json").read_text())
+    record = json.loads((tmp_path / "results" / "identity.json").read_text())
+    assert record["figures"] == saved and record["command"].endswith(
+        "-m causal_disent.evaluate --model=identity --dataset=pendulum --metrics=mig,betavae "
+        "--num_samples=200 --record=results/identity.json")
     metrics = saved["representations"]["identity"]["metrics"]
     assert set(metrics) == {"mig", "betavae"}
     assert metrics["betavae"]["scores"]["eval_accuracy"] == 1.0
@@ -152,6 +156,7 @@ def test_command_line_writes_and_prints_the_card(tmp_path):
     (("--model=trained",), "needs --workdir"),
     (("--model=identity", "--dataset=pendulum", "--metrics=mgi"), "unknown metric"),
     (("--workdir=nowhere",), "config.json not found"),
+    (("--model=identity", "--dataset=pendulum", "--record=card.txt"), "a record is a .json file"),
 ])
 def test_command_line_errors_name_the_problem(tmp_path, args, message):
     result = run_evaluate(*args, cwd=tmp_path)

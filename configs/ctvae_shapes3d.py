@@ -128,6 +128,12 @@ def _add_ct_stage(config: ml_collections.ConfigDict) -> None:
     # Share of steps in each mode (standard, action, causal); the authors' pools on
     # Shapes3D gave about 77 / 11.5 / 11.5.
     objective.mode_proportions = (0.77, 0.115, 0.115)
+    # The Gumbel-Bernoulli samplers of the masks and graphs draw with noise scaled by
+    # s, falling linearly from 1 to this value over the run (1: the paper's constant
+    # noise). At s = 0 a sample is the most likely structure, which the headline
+    # accuracy evaluates: masks that stay soft in training otherwise score lower
+    # thresholded than sampled.
+    objective.structure_noise_final = 1.0
     weights = objective.weights = ml_collections.ConfigDict()
     weights.gamma = 1.5  # scales every CT likelihood and regulariser
     weights.identity = 0.01

@@ -139,7 +139,8 @@ class CausalTransition(nn.Module):
         return features, jax.random.normal(rng, (batch, self.num_codes))
 
     def __call__(
-        self, codes: jax.Array, action: jax.Array, *, train: bool = False
+        self, codes: jax.Array, action: jax.Array, *, train: bool = False,
+        noise_scale: float | jax.Array = 1.0,
     ) -> dict[str, jax.Array]:
         """The transition of each example under its action (A = ∅; standard mode
         uses `null_transition`, the same function for an all-∅ batch).
@@ -147,6 +148,8 @@ class CausalTransition(nn.Module):
         Args:
           codes: [B, N] int codes of X.
           action: [B] int in [0, A].
+          noise_scale: scale of the mask and graph samplers' noise (1: the paper's
+            Gumbel-Bernoulli samples; towards 0: towards the most likely structure).
         Returns:
           logits [B, N, K]; mask, mask_logits, mask_probs [B, N]; edge_logits,
           edge_probs, adjacency [B, N, N].
@@ -156,9 +159,10 @@ class CausalTransition(nn.Module):
         null_logits = self.graph_sampler.network_logits(
             features, jnp.full_like(action, self.null_action)
         )
-        return self._transition(codes, features, action, null_logits)
+        return self._transition(codes, features, action, null_logits, noise_scale=noise_scale)
 
-    def null_transition(self, codes: jax.Array, *, train: bool = False) -> dict[str, jax.Array]:
+    def null_transition(self, codes: jax.Array, *, train: bool = False,
+                        noise_scale: float | jax.Array = 1.0) -> dict[str, jax.Array]:
         """`__call__` with the ∅ action for every example (standard mode): the same
         outputs from the same RNG streams, with the ∅ pair MLP evaluated once.
 
@@ -175,9 +179,11 @@ class CausalTransition(nn.Module):
         null = jnp.full(codes.shape[:1], self.null_action, jnp.int32)
         features = self.node_features(codes, train)
         null_logits = self.graph_sampler.network_logits(features, null)
-        return self._transition(codes, features, null, null_logits, action_logits=null_logits)
+        return self._transition(codes, features, null, null_logits, action_logits=null_logits,
+                                noise_scale=noise_scale)
 
-    def all_actions(self, codes: jax.Array, *, train: bool = False) -> dict[str, jax.Array]:
+    def all_actions(self, codes: jax.Array, *, train: bool = False,
+                    noise_scale: float | jax.Array = 1.0) -> dict[str, jax.Array]:
         """The transition of every example under every action 0..A−1 (causal mode).
 
         The action-independent parts (node features, exogenous noise, the ∅ pair MLP)
@@ -197,6 +203,7 @@ class CausalTransition(nn.Module):
         outputs = self._transition(
             tile(codes), tile(features), actions, tile(null_logits),
             noise=self.exogenous_noise(features), action_groups=self.num_actions,
+            noise_scale=noise_scale,
         )
         return jax.tree.map(
             lambda x: x.reshape(self.num_actions, batch, *x.shape[1:]), outputs
@@ -213,15 +220,15 @@ class CausalTransition(nn.Module):
         )
 
     def _transition(self, codes, features, action, null_logits, noise=None, action_logits=None,
-                    action_groups=0):
+                    action_groups=0, noise_scale=1.0):
         """The shared body of every transition; `action_logits` ([B, N, N]) skips
         evaluating the action's pair MLP when the caller already has its logits;
-        `action_groups` as in TransitionGNN."""
-        mask = self.intervention_mask(codes, action, self.positions)
+        `action_groups` as in TransitionGNN; `noise_scale` as in `__call__`."""
+        mask = self.intervention_mask(codes, action, self.positions, noise_scale)
         if action_logits is None:
             action_logits = self.graph_sampler.network_logits(features, action)
         edge_logits = self.graph_sampler.combine(mask["mask"], action_logits, null_logits)
-        graph = self.graph_sampler.sample(edge_logits)
+        graph = self.graph_sampler.sample(edge_logits, noise_scale)
         if self.graph_ablation != "none":
             graph["adjacency"] = self._ablated(graph["adjacency"])
         if noise is None:

@@ -65,7 +65,8 @@ class InterventionMask(nn.Module):
 
     @nn.compact
     def __call__(
-        self, codes: jax.Array, action: jax.Array, positions: jax.Array
+        self, codes: jax.Array, action: jax.Array, positions: jax.Array,
+        noise_scale: float | jax.Array = 1.0,
     ) -> dict[str, jax.Array]:
         """Samples the intervention mask.
 
@@ -73,6 +74,7 @@ class InterventionMask(nn.Module):
           codes: [B, N] int codes of the input latents.
           action: [B] int in [0, A]; A means ∅ (no intervention).
           positions: [N, P] positional embedding of the node indices.
+          noise_scale: the sampler's noise scale (gumbel.straight_through_bernoulli).
         Returns:
           dict with
             mask_logits: [B, N] logit of p_i (for every action, ∅ included),
@@ -103,7 +105,7 @@ class InterventionMask(nn.Module):
         ]
 
         is_null_action = (action == self.num_actions)[:, None]  # [B, 1]
-        sample = _hard_bernoulli(self, mask_logits, self.most_likely)
+        sample = _hard_bernoulli(self, mask_logits, self.most_likely, noise_scale)
         # jnp.where, not a product, so ∅ rows carry neither a value nor a gradient.
         mask = jnp.where(is_null_action, 0.0, sample)
         mask_probs = jnp.where(is_null_action, 0.0, jax.nn.sigmoid(mask_logits))
@@ -201,18 +203,20 @@ class CausalGraphSampler(nn.Module):
         row_mask = mask[:, :, None]
         return row_mask * action_logits + (1.0 - row_mask) * null_logits
 
-    def sample(self, edge_logits: jax.Array) -> dict[str, jax.Array]:
+    def sample(self, edge_logits: jax.Array,
+               noise_scale: float | jax.Array = 1.0) -> dict[str, jax.Array]:
         """Samples the causal graph M ~ Bernoulli(σ(α)) (straight-through, τ = 1),
         or takes its most likely value when `most_likely`.
 
         Args:
           edge_logits: [B, N, N] α.
+          noise_scale: the sampler's noise scale (gumbel.straight_through_bernoulli).
         Returns:
           dict with edge_probs [B, N, N] σ(α) and adjacency [B, N, N] in {0, 1}
           (adjacency[b, i, j] = 1: j is a parent of i), whose gradient is the
           relaxed sample's. Uses the "gumbel" RNG stream unless `most_likely`.
         """
-        adjacency = _hard_bernoulli(self, edge_logits, self.most_likely)
+        adjacency = _hard_bernoulli(self, edge_logits, self.most_likely, noise_scale)
         return {"edge_probs": jax.nn.sigmoid(edge_logits), "adjacency": adjacency}
 
     def __call__(
@@ -236,12 +240,14 @@ class CausalGraphSampler(nn.Module):
         return {"edge_logits": edge_logits, **self.sample(edge_logits)}
 
 
-def _hard_bernoulli(module: nn.Module, logits: jax.Array, most_likely: bool) -> jax.Array:
+def _hard_bernoulli(module: nn.Module, logits: jax.Array, most_likely: bool,
+                   noise_scale: float | jax.Array = 1.0) -> jax.Array:
     """{0, 1} values of Bernoulli(σ(logits)): the most likely one, or a
     straight-through sample from `module`'s "gumbel" stream."""
     if most_likely:
         return gumbel.bernoulli_mode(logits)
-    return gumbel.straight_through_bernoulli(module.make_rng("gumbel"), logits)
+    return gumbel.straight_through_bernoulli(module.make_rng("gumbel"), logits,
+                                             noise_scale=noise_scale)
 
 
 def _pair_readout(

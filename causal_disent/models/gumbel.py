@@ -60,22 +60,31 @@ def relaxed_bernoulli(
 
 
 def straight_through_bernoulli(
-    rng: jax.Array, logits: jax.Array, temperature: float = 1.0
+    rng: jax.Array, logits: jax.Array, temperature: float = 1.0,
+    noise_scale: float | jax.Array = 1.0,
 ) -> jax.Array:
     """Hard Bernoulli(σ(logits)) sample with the relaxed sample's gradient.
 
     Forward: exactly 0. or 1. (1 where the relaxed sample exceeds 0.5, i.e. where
-    logits + L > 0, so the hard sample is Bernoulli(σ(l)) for every τ).
-    Backward: the gradient of `relaxed_bernoulli(rng, logits, temperature)`.
+    logits + s·L > 0, so the hard sample is Bernoulli(σ(l / s)) for every τ).
+    Backward: the gradient of σ((logits + s·L) / τ).
 
     Args:
       rng: a PRNG key.
       logits: [...] Bernoulli logits.
       temperature: τ of the relaxation (it only changes the gradient).
+      noise_scale: s ≥ 0 scaling the logistic noise: 1 samples Bernoulli(σ(l)); 0
+        gives the most likely value 1[l > 0] (with the relaxation's gradient at the
+        logits), so lowering s over training moves the samples toward the structure
+        that the most-likely evaluation takes.
     Returns:
       [...] float samples in {0, 1}.
     """
-    relaxed = relaxed_bernoulli(rng, logits, temperature)
+    if isinstance(noise_scale, (int, float)) and noise_scale == 1.0:
+        relaxed = relaxed_bernoulli(rng, logits, temperature)  # the paper's sampler
+    else:
+        noise = logistic_noise(rng, jnp.shape(logits), jnp.result_type(logits, jnp.float32))
+        relaxed = jax.nn.sigmoid((logits + noise_scale * noise) / temperature)
     hard = (relaxed > 0.5).astype(relaxed.dtype)
     # relaxed + (hard − relaxed) is exactly hard in floating point: 0 when hard = 0,
     # and for hard = 1 the difference 1 − r with r ∈ (0.5, 1] is exact (Sterbenz).

@@ -20,6 +20,20 @@ from causal_disent.models import gumbel
 # ---- terms (each a pure function of arrays) -------------------------------------
 
 
+# Batch key of the mask and graph samplers' noise scale for this step (the stage
+# puts it there when `objective.structure_noise_final` < 1; see structure_noise_scale).
+STRUCTURE_NOISE = "structure_noise"
+
+
+def structure_noise_scale(step, total_steps: int, final: float):
+    """The samplers' noise scale at `step`: 1 (the paper's Gumbel-Bernoulli samples)
+    falling linearly to `final` at the last step. At 0 a sample is the most likely
+    structure, the one the headline evaluation takes, so a run that ends near 0 is
+    trained on the masks and graphs it is scored with."""
+    progress = jnp.minimum(jnp.asarray(step, jnp.float32) / max(total_steps, 1), 1.0)
+    return 1.0 - (1.0 - final) * progress
+
+
 def code_cross_entropy(logits: jax.Array, target_codes: jax.Array) -> jax.Array:
     """Per-example mean over nodes of CE(logits, target codes): [..., N, K], [..., N]
     -> [...]. Targets are data, never differentiated."""
@@ -67,12 +81,19 @@ def fold_factor_probabilities(action_probs: jax.Array) -> jax.Array:
 # ---- modes ----------------------------------------------------------------------
 
 
+def structure_noise(batch: dict) -> dict:
+    """The keyword that passes the batch's STRUCTURE_NOISE (the samplers' noise scale
+    of this step) to the CT layer; none when the batch has none (the paper's 1)."""
+    return {} if STRUCTURE_NOISE not in batch else {"noise_scale": batch[STRUCTURE_NOISE]}
+
+
 def standard_loss(params, batch, rng, *, model: nn.Module, weights) -> tuple[jax.Array, dict]:
     """No action: reproduce X from X over the ∅ graph, and over the identity graph."""
     codes = batch["x_codes"]
     null_rngs, identity_rngs = standard_rngs(rng)
     out = model.apply(
-        {"params": params}, codes, train=True, rngs=null_rngs, method=model.null_transition
+        {"params": params}, codes, train=True, rngs=null_rngs, method=model.null_transition,
+        **structure_noise(batch),
     )
     identity_logits = model.apply(
         {"params": params}, codes, train=True, rngs=identity_rngs,
@@ -92,7 +113,8 @@ def standard_loss(params, batch, rng, *, model: nn.Module, weights) -> tuple[jax
 def action_loss(params, batch, rng, *, model: nn.Module, weights) -> tuple[jax.Array, dict]:
     """Apply the true action: predict Y's codes, with the graph regularisers."""
     out = model.apply(
-        {"params": params}, batch["x_codes"], batch["action"], train=True, rngs=_rngs(rng)
+        {"params": params}, batch["x_codes"], batch["action"], train=True, rngs=_rngs(rng),
+        **structure_noise(batch),
     )
     terms = {
         "ce_y": code_cross_entropy(out["logits"], batch["y_codes"]).mean(),
@@ -113,7 +135,7 @@ def causal_loss(params, batch, rng, *, model: nn.Module, weights) -> tuple[jax.A
     """Score every action's transition X -> Y and classify the true action (Eq. 10)."""
     out = model.apply(
         {"params": params}, batch["x_codes"], train=True, rngs=_rngs(rng),
-        method=model.all_actions,
+        method=model.all_actions, **structure_noise(batch),
     )
     scores = action_scores(out["logits"], batch["y_codes"])  # [B, A]
     log_q = jax.nn.log_softmax(scores)

@@ -47,6 +47,11 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
             f"ct.objective.mode_proportions must be three non-negative weights for "
             f"{MODE_NAMES}; got {proportions}"
         )
+    if not 0.0 <= objective.get("structure_noise_final", 1.0) <= 1.0:
+        raise ValueError(
+            f"ct.objective.structure_noise_final must be in [0, 1] (1: the paper's "
+            f"constant noise; 0: the most likely structure by the last step); got "
+            f"{objective.structure_noise_final}")
     train = config.ct.train
     if train.num_steps <= 0 and train.num_epochs <= 0:
         raise ValueError("set ct.train.num_steps or ct.train.num_epochs > 0")
@@ -67,6 +72,16 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     # Stage 1 must exist already unless this run trains it first.
     if "mcqvae" not in config.stages or config.ct.mcqvae_workdir:
         mcqvae_run.check_trained(config, ct_run.mcqvae_workdir(config, workdir))
+
+
+def ct_train_step(state, batch: dict, rng, *, loss_fn, total_steps: int, noise_final: float):
+    """`train_step`, with the step's structure-noise scale in the batch when the
+    config anneals it (`objective.structure_noise_final` < 1); at 1 the batch and the
+    compiled step are the paper's."""
+    if noise_final < 1.0:
+        scale = ct_objectives.structure_noise_scale(state.step, total_steps, noise_final)
+        batch = {**batch, ct_objectives.STRUCTURE_NOISE: scale}
+    return train_step(state, batch, rng, loss_fn=loss_fn)
 
 
 def mode_of_step(seed: int, step: int, proportions) -> str:
@@ -151,9 +166,11 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                 "each batch's images: set --config.ct.train.code_source=cache, or "
                 "--config.ct.train.steps_per_call=1")
         on_devices = codes is not None and device_data.wanted(STAGE, cfg.train, codes.nbytes)
+        noise_final = cfg.objective.get("structure_noise_final", 1.0)
         training = runner.Training(
             steps={mode: functools.partial(
-                       train_step, loss_fn=functools.partial(
+                       ct_train_step, total_steps=total_steps, noise_final=noise_final,
+                       loss_fn=functools.partial(
                            loss, model=model, weights=cfg.objective.weights))
                    for mode, loss in ct_objectives.MODES.items()},
             batches=transition_batches(dataset, sampler, "train", cfg.optim.batch_size,

@@ -107,3 +107,24 @@ def test_bernoulli_mode_is_the_most_likely_value_without_gradient():
     np.testing.assert_array_equal(gumbel.bernoulli_mode(logits), [0.0, 0.0, 0.0, 1.0, 1.0])
     grad = jax.grad(lambda l: gumbel.bernoulli_mode(l).sum())(logits)
     np.testing.assert_array_equal(grad, np.zeros(5))
+
+
+def test_noise_scale_one_is_the_paper_sampler_and_zero_the_most_likely_value():
+    logits = jnp.broadcast_to(LOGITS, (50, LOGITS.size))
+    rng = jax.random.key(5)
+    paper = gumbel.straight_through_bernoulli(rng, logits)
+    np.testing.assert_array_equal(
+        jax.jit(lambda s: gumbel.straight_through_bernoulli(rng, logits, noise_scale=s))(1.0),
+        paper)
+    np.testing.assert_array_equal(gumbel.straight_through_bernoulli(rng, logits, noise_scale=0.0),
+                                  gumbel.bernoulli_mode(logits))
+    # In between it samples Bernoulli(σ(l / s)): by hand from the same logistic noise.
+    noise = np.asarray(gumbel.logistic_noise(rng, logits.shape), np.float64)
+    np.testing.assert_array_equal(
+        gumbel.straight_through_bernoulli(rng, logits, noise_scale=0.3),
+        (np.asarray(logits, np.float64) + 0.3 * noise > 0).astype(np.float32))
+    # Its gradient is σ'((l + s·L) / τ) / τ at the logits.
+    grad = jax.grad(lambda l: gumbel.straight_through_bernoulli(
+        rng, l, 0.7, noise_scale=0.3).sum())(logits)
+    z = (np.asarray(logits, np.float64) + 0.3 * noise) / 0.7
+    np.testing.assert_allclose(grad, numpy_sigmoid(z) * (1 - numpy_sigmoid(z)) / 0.7, rtol=1e-5)

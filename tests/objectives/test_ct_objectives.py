@@ -240,3 +240,28 @@ def test_causal_terms_are_what_they_claim(tiny):
         metrics["action_ce"], -log_q[np.arange(BATCH), true].mean(), rtol=1e-5)
     np.testing.assert_allclose(
         metrics["action_accuracy"], np.mean(scores.argmax(-1) == true), rtol=1e-6)
+
+
+def test_structure_noise_falls_linearly_from_one_to_its_final_value():
+    values = [float(ct.structure_noise_scale(step, 100, 0.2)) for step in (0, 25, 100, 150)]
+    assert values == pytest.approx([1.0, 0.8, 0.2, 0.2])
+    assert float(ct.structure_noise_scale(40, 100, 1.0)) == 1.0
+
+
+@pytest.mark.parametrize("mode", ["standard", "action", "causal"])
+def test_the_batchs_structure_noise_reaches_every_sampler(tiny, mode):
+    """Scale 1 in the batch is the paper's loss exactly; scale 0 is the loss of the
+    most likely masks and graphs (the same loss with the samplers' noise gone)."""
+    model, params, batch, rng, _ = tiny
+    weights = ml_collections.ConfigDict(WEIGHTS)
+    loss = ct.MODES[mode]
+
+    def total(batch, model=model):
+        return float(loss(params, batch, rng, model=model, weights=weights)[0])
+
+    assert total({**batch, ct.STRUCTURE_NOISE: jnp.float32(1.0)}) == pytest.approx(
+        total(batch), rel=1e-6)
+    noiseless = total({**batch, ct.STRUCTURE_NOISE: jnp.float32(0.0)})
+    assert noiseless == pytest.approx(total(batch, model.with_structure("most_likely")),
+                                      rel=1e-5)
+    assert noiseless != pytest.approx(total(batch), rel=1e-4)

@@ -5,6 +5,7 @@ import re
 import shutil
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
@@ -191,6 +192,10 @@ def test_bad_ct_config_values(tmp_path):
     config.ct.model.noise = "gaussian"
     with pytest.raises(stages.InvalidRunError, match="noise must be one of"):
         stages.validate(config, tmp_path, stages.make_data_mesh())
+    config = tiny_config()
+    config.ct.objective.structure_noise_final = 1.5
+    with pytest.raises(stages.InvalidRunError, match=r"structure_noise_final must be in \[0, 1\]"):
+        stages.validate(config, tmp_path, stages.make_data_mesh())
 
 
 def test_metric_card_of_a_trained_run(two_stage_run):
@@ -269,3 +274,27 @@ def test_intervene_writes_a_labelled_strip(two_stage_run, tmp_path):
     with Image.open(out) as strip:
         width, height = strip.size
     assert width > 4 * 64 > height  # input, reconstruction, x1, x2 side by side
+
+
+def test_the_step_carries_the_annealed_structure_noise_only_when_asked():
+    """At structure_noise_final = 1 the batch is the paper's (no key, the same compiled
+    step); below 1 it holds the scale of the step being taken."""
+    import optax
+
+    from causal_disent.objectives import ct as ct_objectives
+    from causal_disent.train import ct_stage
+    from causal_disent.train.state import TrainState
+
+    seen = []
+
+    def loss_fn(params, batch, rng):
+        seen.append(batch.get(ct_objectives.STRUCTURE_NOISE))
+        return jnp.sum(params["w"] ** 2), {}
+
+    state = TrainState.create(apply_fn=None, params={"w": jnp.ones(2)}, tx=optax.sgd(0.1))
+    state = state.replace(step=30)
+    ct_stage.ct_train_step(state, {}, jax.random.key(0), loss_fn=loss_fn, total_steps=100,
+                           noise_final=1.0)
+    ct_stage.ct_train_step(state, {}, jax.random.key(0), loss_fn=loss_fn, total_steps=100,
+                           noise_final=0.0)
+    assert seen[0] is None and float(seen[1]) == pytest.approx(0.7)

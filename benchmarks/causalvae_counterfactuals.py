@@ -33,8 +33,8 @@ from causal_disent.evaluation.counterfactual_scores import (  # noqa: E402
     counterfactual_pairs,
     score_counterfactuals,
 )
+from causal_disent.runs import records  # noqa: E402
 from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
-from causal_disent.runs import records
 
 
 def main() -> None:

@@ -19,9 +19,9 @@ import numpy as np
 
 from causal_disent.data import splits
 from causal_disent.evaluation import consistency_scores, trained_runs
+from causal_disent.runs import records
 from causal_disent.runs import vae as vae_run
 from causal_disent.utils.sharding import make_data_mesh
-from causal_disent.runs import records
 
 SUMMARY_KEYS = ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean")
 

@@ -39,8 +39,8 @@ from causal_disent.evaluation import ct_evaluation, ct_retrieval  # noqa: E402
 from causal_disent.evaluation.trained_runs import load_config  # noqa: E402
 from causal_disent.runs import ct as ct_run  # noqa: E402
 from causal_disent.runs import mcqvae as mcqvae_run  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
-from causal_disent.runs import records
 
 ABLATIONS = ("none", "shuffled", "full", "empty")
 ROW_NAMES = {"none": "learned", "shuffled": "shuffled (same density)", "full": "full",

@@ -83,9 +83,9 @@ import jax  # noqa: E402
 
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs import checkpoint  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 from causal_disent.train import loop, reporting, runner, stages  # noqa: E402
 from causal_disent.utils.sharding import batch_sharded, global_batch, replicated  # noqa: E402
-from causal_disent.runs import records  # noqa: E402
 
 CASES = {
     # name: (config, stage timed, overrides)

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from causal_disent import models  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
-from causal_disent.train.state import TrainState, train_step  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
+from causal_disent.train.state import TrainState, train_step  # noqa: E402
 from configs import ctvae_shapes3d  # noqa: E402
 
 

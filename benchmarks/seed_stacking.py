@@ -47,9 +47,9 @@ import numpy as np  # noqa: E402
 
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.objectives.vae import bind_loss  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 from causal_disent.runs import vae as vae_run  # noqa: E402
 from causal_disent.train import seed_stacking, vae_stage  # noqa: E402
-from causal_disent.runs import records  # noqa: E402
 
 
 def load_config(path: str):

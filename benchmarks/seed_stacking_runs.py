@@ -37,8 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runs from a checkout without installing the package
 
-from causal_disent.runs.seeds import seed_workdir  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
+from causal_disent.runs.seeds import seed_workdir  # noqa: E402
 
 
 def timed_run(config: str, workdir: Path, overrides: list[str]) -> float:

@@ -46,8 +46,8 @@ from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from causal_disent import cli  # noqa: E402
-from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
+from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info  # noqa: E402
 from causal_disent.runs.config_file import RunConfigError, read_config  # noqa: E402
 from causal_disent.runs.results import read_results  # noqa: E402
 from causal_disent.train import interrupts, stages  # noqa: E402

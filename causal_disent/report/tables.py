@@ -75,6 +75,16 @@ def machine_name(machine: dict) -> str:
     return machine["devices"]
 
 
+def runs_machine(record: dict) -> str:
+    """Where a record's workdirs trained, as their provenance says; for runs from
+    before workdirs kept it, the machine that wrote the record (the same kind of
+    machine for every CPU record here; their logs name only the platform)."""
+    machines = {machine_name(command["machine"]) for group in record["figures"]["groups"].values()
+                for run in group["runs"]
+                for command in run.get("history", {}).get("commands", []) if "machine" in command}
+    return ", ".join(sorted(machines)) or machine_name(record["machine"])
+
+
 def record_command(record: dict) -> str:
     return f"`{record['command']}`"
 
@@ -171,6 +181,17 @@ def ct_graph_ablation(results: Results) -> str:
                                f"{max(f['learned_structure'][key]):.2f}"
                                for f in figures.values()])
     return table(["graph"] + list(names.values()), rows)
+
+
+def _console_stage_seconds(folder: Path) -> dict[str, int]:
+    """Each stage's time from the summary of a run's console log brought back from a
+    GPU (lines prefixed with the machine's Unix time)."""
+    seconds = {}
+    for line in (folder / "console_log.txt").read_text().splitlines():
+        row = records.SUMMARY_ROW.match(line.split(" ", 1)[-1])
+        if row:
+            seconds[row.group(1)] = 60 * int(row.group(2) or 0) + int(row.group(3))
+    return seconds
 
 
 def ct_gpu(results: Results) -> str:
@@ -319,12 +340,13 @@ def headline(results: Results) -> str:
          f"{mean_std([c['action_accuracy'] for c in cts])} / "
          f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(runs)} seeds)",
          f"{paper_ct[0]} / {paper_ct[1]}",
-         f"{machine_name(seeds['machine'])}, about "
+         f"{runs_machine(seeds)}, about "
          f"{round(statistics.mean(_stage_seconds(r, 'mcqvae') + _stage_seconds(r, 'ct') for r in runs) / 60)} min a seed"],
         ["CT-VAE, the same, `:gpu` (paper sizes): headline; 8 draws",
          f"{_headline(gpu_ct)}; {fixed(gpu_ct['draws']['action_accuracy']['mean'])} / "
          f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
-         f"{paper_ct[0]} / {paper_ct[1]}", f"1 {gpu_name}, 7 min"],
+         f"{paper_ct[0]} / {paper_ct[1]}",
+         f"1 {gpu_name}, {minutes(sum(_console_stage_seconds(gpu).values()))} min"],
         ["CausalVAE, Pendulum: MIC / TIC / SHD, `:small`",
          f"{100 * cv['mic']:.1f} / {100 * cv['tic']:.1f} / {cv['shd']}",
          f"{paper_cv[0]} / {paper_cv[1]} / –",

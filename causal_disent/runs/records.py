@@ -39,7 +39,7 @@ PROVENANCE_FILE = "provenance.jsonl"  # one line per command run on a workdir
 _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 _LOG_DEVICES = re.compile(r"workdir .*; (\d+ \w+ devices? on \d+ hosts?)")
 # A stage's row of the summary the run prints at its end: "  ct   ...   13m04s".
-_SUMMARY_ROW = re.compile(r"^  (\w+)  .*\s(?:(\d+)m)?(\d\d?)s$")
+SUMMARY_ROW = re.compile(r"^  (\w+)  .*\s(?:(\d+)m)?(\d\d?)s$")
 
 
 class RecordError(ValueError):
@@ -156,7 +156,7 @@ def log_sessions(log_text: str) -> list[dict]:
                              "devices": devices.group(1), "stage_seconds": {}})
         elif stamp and sessions:
             sessions[-1]["ended"] = stamp.group(1) + " UTC"
-        elif sessions and (row := _SUMMARY_ROW.match(line)):
+        elif sessions and (row := SUMMARY_ROW.match(line)):
             sessions[-1]["stage_seconds"][row.group(1)] = (
                 60 * int(row.group(2) or 0) + int(row.group(3)))
     for session in sessions:

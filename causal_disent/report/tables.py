@@ -129,19 +129,31 @@ def _group_runs(record: dict) -> dict[str, list[dict]]:
     return {label: group["runs"] for label, group in record["figures"]["groups"].items()}
 
 
-def ct_small_seeds(results: Results) -> str:
+def _seed_runs(record: dict) -> list[tuple[dict, dict]]:
+    """(stage-1 run, stage-2 run) per seed of a seeds record: one group of whole runs,
+    or a "stage 1" and a "stage 2" group (stage 2 trained on each seed's stage 1)."""
+    groups = _group_runs(record)
+    if set(groups) == {"stage 1", "stage 2"}:
+        return list(zip(groups["stage 1"], groups["stage 2"]))
+    [runs] = groups.values()
+    return [(run, run) for run in runs]
+
+
+def _seed_minutes(pair: tuple[dict, dict]) -> float:
+    return (_stage_seconds(pair[0], "mcqvae") + _stage_seconds(pair[1], "ct")) / 60
+
+
+def ct_small_seeds(results: Results, name: str = "ctvae_small_seeds") -> str:
     """`:small` per seed and over seeds: the issue's CPU target."""
-    record = results.record("ctvae_small_seeds")
-    runs = next(iter(_group_runs(record).values()))
+    pairs = _seed_runs(results.record(name))
     rows = []
-    for run in runs:
-        ct = _ct(run)
-        total = sum(_stage_seconds(run, stage) or 0 for stage in ("mcqvae", "ct"))
-        rows.append([f"seed {run['seed']}", _psnr(run), _headline(ct), _draws(ct),
-                     minutes(total), _geometry(ct)])
-    cts = [_ct(run) for run in runs]
-    rows.append([f"mean ± std, {len(runs)} seeds",
-                 mean_std([run["results"]["mcqvae"]["test_psnr"] for run in runs], 1) + " dB",
+    for stage_one, stage_two in pairs:
+        ct = _ct(stage_two)
+        rows.append([f"seed {stage_two['seed']}", _psnr(stage_one), _headline(ct), _draws(ct),
+                     f"{_seed_minutes((stage_one, stage_two)):.1f}", _geometry(ct)])
+    cts = [_ct(stage_two) for _, stage_two in pairs]
+    psnrs = [stage_one["results"]["mcqvae"]["test_psnr"] for stage_one, _ in pairs]
+    rows.append([f"mean ± std, {len(pairs)} seeds", mean_std(psnrs, 1) + " dB",
                  f"**{mean_std([c['action_accuracy'] for c in cts])} / "
                  f"{mean_std([c['factor_accuracy'] for c in cts])}**",
                  f"{mean_std([c['draws']['action_accuracy']['mean'] for c in cts])} / "
@@ -149,6 +161,11 @@ def ct_small_seeds(results: Results) -> str:
                  "", ""])
     return table(["run", "stage 1 test PSNR", "headline (most likely)", "8 draws, mean ± std",
                   "minutes, both stages", "scale, shape, orientation (+ / −)"], rows)
+
+
+def ct_small_seeds_previous(results: Results) -> str:
+    """The same for the previous `:small` stage 2 (widths 32, one layer, constant noise)."""
+    return ct_small_seeds(results, "ctvae_small_seeds_previous")
 
 
 def ct_small_tried(results: Results) -> str:
@@ -325,8 +342,8 @@ def records_index(results: Results) -> str:
 def headline(results: Results) -> str:
     """The README's first table: each headline figure against the paper's."""
     seeds = results.record("ctvae_small_seeds")
-    runs = next(iter(_group_runs(seeds).values()))
-    cts = [_ct(run) for run in runs]
+    pairs = _seed_runs(seeds)
+    cts = [_ct(stage_two) for _, stage_two in pairs]
     gpu = results.run_folder("gpu_2026-11-26_h200_ctvae_40k")
     gpu_ct = json.loads((gpu / "results.json").read_text())["ct"]
     gpu_name = (gpu / "gpu.txt").read_text().splitlines()[1].split(",")[0]
@@ -340,10 +357,10 @@ def headline(results: Results) -> str:
     rows = [
         ["CT-VAE, test action / factor accuracy, `:small`",
          f"{mean_std([c['action_accuracy'] for c in cts])} / "
-         f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(runs)} seeds)",
+         f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(pairs)} seeds)",
          f"{paper_ct[0]} / {paper_ct[1]}",
-         f"{runs_machine(seeds)}, about "
-         f"{round(statistics.mean(_stage_seconds(r, 'mcqvae') + _stage_seconds(r, 'ct') for r in runs) / 60)} min a seed"],
+         f"{runs_machine(seeds)}, "
+         f"{min(map(_seed_minutes, pairs)):.0f}–{max(map(_seed_minutes, pairs)):.0f} min a seed"],
         ["CT-VAE, the same, `:gpu` (paper sizes): headline; 8 draws",
          f"{_headline(gpu_ct)}; {fixed(gpu_ct['draws']['action_accuracy']['mean'])} / "
          f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
@@ -363,6 +380,7 @@ def headline(results: Results) -> str:
 TABLES: dict[str, Callable[[Results], str]] = {
     "headline": headline,
     "ct_small_seeds": ct_small_seeds,
+    "ct_small_seeds_previous": ct_small_seeds_previous,
     "ct_small_tried": ct_small_tried,
     "ct_graph_ablation": ct_graph_ablation,
     "ct_gpu": ct_gpu,

@@ -7,10 +7,6 @@ source; the report's tables print them beside the records' figures."""
 # factor accuracy after 100 epochs.
 CT_VAE_ACCURACY = (0.83, 0.90)
 
-# Yang et al., "CausalVAE: Disentangled Representation Learning via Neural Structural
-# Causal Models" (CVPR 2021), Table 1: CausalVAE's MIC / TIC (%).
-CAUSALVAE_MIC_TIC = {"pendulum": (95.1, 81.6), "flow": (72.1, 56.4)}
-
 # The CT-VAE authors' PyTorch code (Strong-AI-Lab/ct-vae at 470ba42, its CT-VAE
 # config, encoder and decoder in every step) timed on this project's 2-core CPU when
 # benchmarks/ct_step_time.py was written: median seconds per training step per mode,

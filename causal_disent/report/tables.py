@@ -35,7 +35,7 @@ class Results:
         path = self.directory / f"{name}.json"
         if not path.is_file():
             raise MissingRecord(f"{path} is missing: run the command that writes it "
-                                f"(docs/results.md lists each record's command)")
+                                f"(the page holding the table names it, with --record)")
         return records.read_record(path)
 
     def run_folder(self, name: str) -> Path:
@@ -225,19 +225,7 @@ def ct_gpu(results: Results) -> str:
     return table(["stage-2 step", "headline action / factor", "8 draws, mean"], rows)
 
 
-# CausalVAE, consistency, speed ---------------------------------------------------
-
-def causalvae_pendulum_small(results: Results) -> str:
-    record = results.record("causalvae_pendulum_small")
-    run = record["figures"]["causalvae"]
-    paper = reference.CAUSALVAE_MIC_TIC["pendulum"]
-    return table(
-        ["data, decoder", "MIC / TIC (paper)", "SHD", "test BCE", "minutes", "machine"],
-        [["Pendulum, per concept (default)",
-          f"{100 * run['mic']:.1f} / {100 * run['tic']:.1f} ({paper[0]} / {paper[1]})",
-          str(run["shd"]), f"{run['test_bce']:.0f}", minutes(record["wall_seconds"]),
-          machine_name(record["machine"])]])
-
+# Consistency, speed ---------------------------------------------------
 
 CONSISTENCY_ROWS = {"AE": ["cons_ae"], "AE + C-I": ["cons_ae_ci"], "XAE": ["cons_xae"],
                     "XAE + C-I": ["cons_xae_ci"]}
@@ -347,12 +335,9 @@ def headline(results: Results) -> str:
     gpu = results.run_folder("gpu_2026-11-26_h200_ctvae_40k")
     gpu_ct = json.loads((gpu / "results.json").read_text())["ct"]
     gpu_name = (gpu / "gpu.txt").read_text().splitlines()[1].split(",")[0]
-    causalvae = results.record("causalvae_pendulum_small")
-    cv = causalvae["figures"]["causalvae"]
     steps = results.record("ct_step_time_cpu")
     ours = steps["figures"]["summary"]
     paper_ct = reference.CT_VAE_ACCURACY
-    paper_cv = reference.CAUSALVAE_MIC_TIC["pendulum"]
     authors = reference.AUTHORS_CT_STEP_SECONDS
     rows = [
         ["CT-VAE, test action / factor accuracy, `:small`",
@@ -366,10 +351,6 @@ def headline(results: Results) -> str:
          f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
          f"{paper_ct[0]} / {paper_ct[1]}",
          f"1 {gpu_name}, {minutes(sum(_console_stage_seconds(gpu).values()))} min"],
-        ["CausalVAE, Pendulum: MIC / TIC / SHD, `:small`",
-         f"{100 * cv['mic']:.1f} / {100 * cv['tic']:.1f} / {cv['shd']}",
-         f"{paper_cv[0]} / {paper_cv[1]} / –",
-         f"{machine_name(causalvae['machine'])}, {round(causalvae['wall_seconds'] / 60)} min"],
         ["CT-VAE stage-2 causal step (paper sizes), seconds",
          f"{ours['causal']:.2f} ({authors['causal'] / ours['causal']:.0f}× faster)",
          f"{authors['causal']} (authors' code)", machine_name(steps["machine"])],
@@ -384,7 +365,6 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "ct_small_tried": ct_small_tried,
     "ct_graph_ablation": ct_graph_ablation,
     "ct_gpu": ct_gpu,
-    "causalvae_pendulum_small": causalvae_pendulum_small,
     "consistency_shapes3d": consistency_shapes3d,
     "ct_step_time": ct_step_time,
     "records_index": records_index,

@@ -108,8 +108,9 @@ def _memory_gb() -> float | None:
 
 def command_line(entry: str | None = None) -> str:
     """This process's command as typed: `entry` is "-m causal_disent.main", or None for
-    a script (its path as typed, e.g. benchmarks/ct_step_time.py); the interpreter is written relative to the working directory when it lies
-    under it (".venv/bin/python"), as the README's commands are."""
+    a script (its path as typed, e.g. benchmarks/ct_step_time.py); the interpreter is
+    written relative to the working directory when it lies under it
+    (".venv/bin/python"), as the README's commands are."""
     interpreter = Path(sys.executable)
     try:
         interpreter = interpreter.relative_to(Path.cwd())
@@ -146,7 +147,7 @@ def workdir_history(workdir: str | Path) -> dict:
 def log_sessions(log_text: str) -> list[dict]:
     """The commands a workdir's log.txt saw, each from its "workdir ...; N devices"
     line: start and end time, seconds between, the devices, and the time of each stage
-    from the summary it printed (a stage's own time, e.g. {"mcqvae": 1258.0})."""
+    from the summary it printed (a stage's own seconds, e.g. {"mcqvae": 1258})."""
     sessions = []
     for line in log_text.splitlines():
         stamp = _LOG_TIME.match(line)
@@ -182,12 +183,15 @@ class Recorder:
         self.path = None if path in (None, "") else check_path(path)
         self.command = command_line(entry)
         self.date = utc_now()
+        # The code that runs is the code at the start; the machine is asked for at the
+        # end, once the command has set up its devices (jax.distributed first).
+        self.commit = commit() if self.path is not None else None
         self._started = time.perf_counter()
 
     def write(self, figures, runs: list[dict] | None = None) -> Path | None:
         if self.path is None:
             return None
-        record = {"command": self.command, "commit": commit(), "machine": machine(),
+        record = {"command": self.command, "commit": self.commit, "machine": machine(),
                   "date": self.date,
                   "wall_seconds": round(time.perf_counter() - self._started, 1),
                   "figures": figures}

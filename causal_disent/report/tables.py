@@ -325,6 +325,22 @@ def records_index(results: Results) -> str:
     return table(["record", "command", "commit", "machine", "date", "minutes"], rows)
 
 
+def metric_card_bounds(results: Results) -> str:
+    """Every metric's headline score for the ground-truth factors (the ceiling) and a
+    random projection of them (the floor) on dsprites_synth."""
+    from causal_disent.evaluation.card import headline_scores
+    from causal_disent.evaluation.card_summary import COLUMN_TITLES
+
+    cards = {model: results.record(f"metric_card_{model}_dsprites_synth")["figures"]
+             for model in ("identity", "random")}
+    scores = {model: headline_scores(card["representations"][model])
+              for model, card in cards.items()}
+    columns = list(scores["identity"])
+    rows = [[f"{model} ({title})"] + [fixed(scores[model][column]) for column in columns]
+            for model, title in (("identity", "ceiling"), ("random", "floor"))]
+    return table(["representation"] + [COLUMN_TITLES.get(c, c) for c in columns], rows)
+
+
 # The front page ------------------------------------------------------------------
 
 def headline(results: Results) -> str:
@@ -369,6 +385,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "ct_step_time": ct_step_time,
     "records_index": records_index,
     "mcqvae_step_time": mcqvae_step_time,
+    "metric_card_bounds": metric_card_bounds,
     "loop_overhead_gpu": loop_overhead_gpu,
 }
 

@@ -35,17 +35,6 @@ _RECORD = flags.DEFINE_string(
     "and history (the commands that trained it).")
 
 
-def parse_group(argument: str) -> tuple[str, list[str]]:
-    """"LABEL=P1,P2" -> (LABEL, [P1, P2]); "P1,P2" -> ("P1,P2", [P1, P2])."""
-    label, separator, paths = argument.partition("=")
-    if not separator:
-        label, paths = argument, argument
-    paths = [path.strip() for path in paths.split(",") if path.strip()]
-    if not paths:
-        raise ValueError(f"--group={argument!r} names no run; use LABEL=WORKDIR,WORKDIR,...")
-    return label.strip(), paths
-
-
 def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
@@ -58,7 +47,7 @@ def main(argv) -> None:
     try:
         recorder = records.Recorder("-m causal_disent.summarize", _RECORD.value)
         for argument in _GROUPS.value:
-            label, paths = parse_group(argument)
+            label, paths = card_summary.parse_group(argument)
             runs = [run for path in paths for run in card_summary.expand_runs(path)]
             scores = [card_summary.read_run_scores(run, _REPRESENTATION.value) for run in runs]
             groups.append((label, card_summary.aggregate(scores)))

@@ -63,6 +63,17 @@ COLUMN_TITLES = {
 }
 
 
+def parse_group(argument: str) -> tuple[str, list[str]]:
+    """"LABEL=P1,P2" -> (LABEL, [P1, P2]); "P1,P2" -> ("P1,P2", [P1, P2])."""
+    label, separator, paths = argument.partition("=")
+    if not separator:
+        label, paths = argument, argument
+    paths = [path.strip() for path in paths.split(",") if path.strip()]
+    if not paths:
+        raise ValueError(f"--group={argument!r} names no run; use LABEL=WORKDIR,WORKDIR,...")
+    return label.strip(), paths
+
+
 def expand_runs(path: str | Path) -> list[Path]:
     """The runs `path` stands for: a many-seed run's seed workdirs in seed order, else
     [path] (a workdir or a card file). FileNotFoundError if it does not exist."""

@@ -359,13 +359,13 @@ def headline(results: Results) -> str:
         ["CT-VAE, test action / factor accuracy, `:small`",
          f"{mean_std([c['action_accuracy'] for c in cts])} / "
          f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(pairs)} seeds)",
-         f"{paper_ct[0]} / {paper_ct[1]}",
+         f"{paper_ct[0]:.2f} / {paper_ct[1]:.2f}",
          f"{runs_machine(seeds)}, "
          f"{min(map(_seed_minutes, pairs)):.0f}–{max(map(_seed_minutes, pairs)):.0f} min a seed"],
         ["CT-VAE, the same, `:gpu` (paper sizes): headline; 8 draws",
          f"{_headline(gpu_ct)}; {fixed(gpu_ct['draws']['action_accuracy']['mean'])} / "
          f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
-         f"{paper_ct[0]} / {paper_ct[1]}",
+         f"{paper_ct[0]:.2f} / {paper_ct[1]:.2f}",
          f"1 {gpu_name}, {minutes(sum(_console_stage_seconds(gpu).values()))} min"],
         ["CT-VAE stage-2 causal step (paper sizes), seconds",
          f"{ours['causal']:.2f} ({authors['causal'] / ours['causal']:.0f}× faster)",

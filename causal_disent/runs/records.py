@@ -128,9 +128,16 @@ def provenance_line(command: str) -> dict:
 def workdir_history(workdir: str | Path) -> dict:
     """What a finished workdir says of how it was made: its provenance lines (commands,
     dates, commit, machine; runs before they were kept have none), the commands of
-    command.txt, and each command its log saw (log_sessions)."""
+    command.txt, and each command its log saw (log_sessions). A seed of a stacked run
+    (W/seeds/seed_k) has none of its own: it gets the stacked run's, named in
+    "stacked_run", since one command trained every seed at once."""
     workdir = Path(workdir)
     history: dict = {"workdir": workdir.name}
+    stacked = workdir.parent.parent
+    if (workdir.parent.name == "seeds" and not (workdir / "log.txt").is_file()
+            and (stacked / "log.txt").is_file()):
+        history["stacked_run"] = stacked.name
+        workdir = stacked
     provenance = workdir / PROVENANCE_FILE
     if provenance.is_file():
         history["commands"] = [json.loads(line) for line in provenance.read_text().splitlines()

@@ -3,6 +3,7 @@ and what the PC algorithm with a nonlinear CI test finds instead.
 
   python benchmarks/causalvae_lu_graph_ranking.py --dataset=pendulum   # ~35 s on 2 cores
   python benchmarks/causalvae_lu_graph_ranking.py --dataset=flow       # ~35 s
+  (--record=results/causalvae_graph_<dataset>.json keeps the figures for the docs)
   (--alpha 0.05 --neighbours 10 --subsample 800 --permutations 200 --seeds 3)
 
 l_u(A) = E ‖u − σ(Aᵀu)‖² (paper Eq. 11) is a sum over nodes of terms that each depend
@@ -66,6 +67,7 @@ from causal_disent.data import registry, splits  # noqa: E402
 from causal_disent.discovery import ci_tests, pc as pc_algorithm  # noqa: E402
 from causal_disent.discovery import graphs as discovery_graphs  # noqa: E402
 from causal_disent.evaluation.metrics import graphs  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 
 
 def all_dags(num_nodes: int) -> list[np.ndarray]:
@@ -208,6 +210,7 @@ def run_pc_part(labels: np.ndarray, true_graph: np.ndarray, args) -> dict:
               f"{run['equals_true_graph']}); CPDAG {run['cpdag']}", flush=True)
         if seed == 0:
             pc_tests = result.tests
+            run["tests"] = _test_rows(pc_tests)
             full_table = ci_tests.all_tests(labels.shape[1], test.p_value, args.alpha)
             for t in full_table:
                 print(f"  {t.i} ⊥ {t.j} | {list(t.conditioning)}: p = {t.p_value:.3f} "
@@ -226,9 +229,14 @@ def run_pc_part(labels: np.ndarray, true_graph: np.ndarray, args) -> dict:
     return {
         "alpha": args.alpha, "neighbours": args.neighbours, "subsample": args.subsample,
         "permutations": args.permutations, "runs": runs, "ci_disagreement_rank": ranks,
-        "full_table": [[t.i, t.j, list(t.conditioning), round(t.p_value, 4), t.independent]
-                       for t in full_table],
+        "full_table": _test_rows(full_table),
     }
+
+
+def _test_rows(tests) -> list[list]:
+    """[i, j, conditioning set, p, independent] per CI test."""
+    return [[t.i, t.j, list(t.conditioning), round(t.p_value, 4), t.independent]
+            for t in tests]
 
 
 def main() -> None:
@@ -239,7 +247,9 @@ def main() -> None:
     parser.add_argument("--subsample", type=int, default=800)
     parser.add_argument("--permutations", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=3)
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
     dataset = registry.get_dataset(args.dataset)
     split = splits.dataset_split(dataset, (0.8, 0.0, 0.2), 0)
     labels = dataset.labels(split["train"]).astype(np.float64)
@@ -260,8 +270,11 @@ def main() -> None:
           f"the true class: {likelihood['best_in_true_class']}): {likelihood['best_graph']}",
           flush=True)
     pc_summary = run_pc_part(labels, true_graph, args)
-    print(json.dumps({"dataset": args.dataset, "results": results,
-                      "knn_likelihood": likelihood, "pc": pc_summary}))
+    summary = {"dataset": args.dataset, "label_names": list(dataset.label_names),
+               "true_graph": true_graph.tolist(), "results": results,
+               "knn_likelihood": likelihood, "pc": pc_summary}
+    print(json.dumps(summary))
+    records.write_or_exit(recorder, summary)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 r"""Time of the full metric card, per metric, for one representation.
 
   python benchmarks/metric_card_time.py [--dataset=dsprites_synth] [--model=conv]
-      [--num_samples=10000] [--metrics=all]
+      [--num_samples=10000] [--metrics=all] [--record=results/NAME.json]
 
 --model: identity / random (codes from the factors, no images: the cost of the
 scoring alone), or conv, a freshly initialised CausalVAE-style convolutional
@@ -29,6 +29,7 @@ import jax.numpy as jnp  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.evaluation import card, representations  # noqa: E402
 from causal_disent.models.causalvae import ConvEncoder  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 
 
 def conv_representation(dataset, latent_width: int = 10) -> representations.CachedCodes:
@@ -46,7 +47,9 @@ def main() -> None:
     parser.add_argument("--model", default="conv", choices=("conv", "identity", "random"))
     parser.add_argument("--num_samples", type=int, default=10_000)
     parser.add_argument("--metrics", default="all")
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
     dataset = registry.get_dataset(args.dataset)
     rep = {
         "conv": lambda: conv_representation(dataset),
@@ -64,6 +67,7 @@ def main() -> None:
         "cpus": os.cpu_count(), "platform": jax.devices()[0].platform,
     }
     print(json.dumps(figures))
+    records.write_or_exit(recorder, figures)
 
 
 if __name__ == "__main__":

@@ -163,6 +163,21 @@ def ct_small_seeds(results: Results, name: str = "ctvae_small_seeds") -> str:
                   "minutes, both stages", "scale, shape, orientation (+ / −)"], rows)
 
 
+def ct_small_run(results: Results) -> str:
+    """One whole `:small` command, both stages, timed as the user runs it."""
+    record = results.record("ctvae_small_run_seed0")
+    figures, [history] = record["figures"], record["runs"]
+    [session] = history["log_sessions"]  # one command, start to end, never resumed
+    stages = session["stage_seconds"]
+    return table(
+        ["run", "stage 1 test PSNR", "headline (most likely)", "8 draws, mean ± std",
+         "stage 1 / stage 2 minutes", "wall minutes, the whole command", "machine"],
+        [["seed 0 (the default)", f"{figures['mcqvae']['test_psnr']:.1f} dB",
+          f"**{_headline(figures['ct'])}**", _draws(figures["ct"]),
+          f"{minutes(stages['mcqvae'])} / {minutes(stages['ct'])}",
+          f"**{minutes(record['wall_seconds'])}**", machine_name(record["machine"])]])
+
+
 def ct_small_seeds_previous(results: Results) -> str:
     """The same for the previous `:small` stage 2 (widths 32, one layer, constant noise)."""
     return ct_small_seeds(results, "ctvae_small_seeds_previous")
@@ -244,8 +259,10 @@ def consistency_shapes3d(results: Results) -> str:
         for key in ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean"):
             cells.append(f"{mean_std([s['authors'][key] for s in scored])} / "
                          f"{mean_std([s['variance'][key] for s in scored])}")
-        seconds = [_stage_seconds(run, "vae") for run in group["runs"]]
-        cells.append(minutes(sum(s for s in seconds if s is not None)))
+        # Seeds trained in one stacked run share its time: count it once.
+        seconds = {run["history"].get("stacked_run", run["path"]): _stage_seconds(run, "vae")
+                   for run in group["runs"]}
+        cells.append(minutes(sum(s for s in seconds.values() if s is not None)))
         rows.append(cells)
     return table(["model", "seeds", "test BCE", "INV off-diag., authors' / unit-free",
                   "INV diagonal", "EQV mean", "SCN mean", "CPU minutes (all seeds)"], rows)
@@ -341,7 +358,151 @@ def metric_card_bounds(results: Results) -> str:
     return table(["representation"] + [COLUMN_TITLES.get(c, c) for c in columns], rows)
 
 
+# The metric card's cost --------------------------------------------------------------
+
+CARD_TIME_ROWS = {  # record: row title
+    "metric_card_time_identity_dsprites_synth": "identity, dsprites_synth",
+    "metric_card_time_random_dsprites_synth": "random projection, dsprites_synth",
+    "metric_card_causalvae_pendulum_small": "CausalVAE `:small`, Pendulum (its trained encoder)",
+    "metric_card_time_conv_dsprites_synth": "conv encoder (10 codes), dsprites_synth",
+}
+CARD_TIME_COLUMNS = ("mig", "sap", "dci", "betavae", "factorvae", "modularity_explicitness",
+                     "unsupervised")
+
+
+def _card_seconds(figures: dict) -> tuple[dict, float]:
+    """Seconds per metric and in all, from benchmarks/metric_card_time.py's figures or
+    from a trained run's card (causal_disent.evaluate: its first representation)."""
+    if "seconds_per_metric" in figures:
+        return figures["seconds_per_metric"], figures["total_seconds"]
+    scored = next(iter(figures["representations"].values()))
+    return ({name: metric["seconds"] for name, metric in scored["metrics"].items()},
+            scored["total_seconds"])
+
+
+def metric_card_time(results: Results) -> str:
+    """Seconds of a full card at the reference 10 000 samples, per metric."""
+    rows = []
+    for name, title in CARD_TIME_ROWS.items():
+        seconds, total = _card_seconds(results.record(name)["figures"])
+        rows.append([title] + [f"{seconds[metric]:.1f}" for metric in CARD_TIME_COLUMNS]
+                    + [f"{total:.0f}"])
+    return table(["model, dataset", "MIG", "SAP", "DCI", "BetaVAE", "FactorVAE", "mod./expl.",
+                  "TC", "total"], rows)
+
+
+# CausalVAE --------------------------------------------------------------------------
+
+def _learned_edges(causal: dict) -> str:
+    """The learned DAG as "cause → effect" pairs (graph[i][j] = 1 means i → j)."""
+    names = [name.replace("_", " ") for name in causal["label_names"]]
+    graph = causal["learned_graph"]
+    return ", ".join(f"{names[i]} → {names[j]}" for i, row in enumerate(graph)
+                     for j, edge in enumerate(row) if edge) or "no edge"
+
+
+def _whole_run_minutes(record: dict) -> float:
+    """A main --record's training time: its workdir's commands, summed."""
+    [run] = record["runs"]
+    return sum(session["seconds"] for session in run.get("log_sessions", [])) / 60
+
+
+def causalvae_pendulum(results: Results) -> str:
+    """CausalVAE `:small` on Pendulum: MIC / TIC against the paper, the learned graph."""
+    record = results.record("causalvae_pendulum_small")
+    causal = record["figures"]["causalvae"]
+    paper = reference.CAUSALVAE_PENDULUM_MIC_TIC
+    return table(
+        ["data, decoder", "MIC / TIC (paper)", "learned graph", "SHD", "in the true class",
+         "test BCE", "minutes"],
+        [["Pendulum, per concept (default), seed 0",
+          f"{causal['mic']:.1f} / {causal['tic']:.1f} ({paper[0]} / {paper[1]})",
+          _learned_edges(causal), str(causal["shd"]),
+          "yes" if causal["in_true_equivalence_class"] else "no",
+          f"{causal['test_bce']:.0f}", f"{_whole_run_minutes(record):.0f}"]])
+
+
+GRAPH_DATASETS = {"pendulum": "Pendulum", "flow": "Flow"}
+
+
+def _graph_records(results: Results) -> list[tuple[str, dict]]:
+    """benchmarks/causalvae_lu_graph_ranking.py's record per dataset."""
+    return [(title, results.record(f"causalvae_graph_{name}")["figures"])
+            for name, title in GRAPH_DATASETS.items()]
+
+
+def _names(figures: dict) -> list[str]:
+    return [name.replace("_", " ") for name in figures["label_names"]]
+
+
+def _edge_list(graph: list[list[int]], names: list[str]) -> str:
+    return ", ".join(f"{names[i]} → {names[j]}" for i, row in enumerate(graph)
+                     for j, edge in enumerate(row) if edge) or "no edge"
+
+
+def causalvae_lu_rank(results: Results) -> str:
+    """Where the true graph ranks under the paper's label loss l_u, over every DAG."""
+    rows = []
+    for title, figures in _graph_records(results):
+        no_bias, bias = figures["results"]
+        edges = [sum(map(sum, fit["best_graph"])) for fit in (no_bias, bias)]
+        rows.append([title, f"{no_bias['true_graph_rank']} / {bias['true_graph_rank']} of "
+                            f"{no_bias['num_dags']}",
+                     f"{edges[0]} / {edges[1]} edges, SHD {no_bias['best_graph_shd']} / "
+                     f"{bias['best_graph_shd']}"])
+    return table(["data", "true graph's rank under l_u (no bias / bias)",
+                  "l_u's best graph (no bias / bias)"], rows)
+
+
+def _test_text(test: list, names: list[str]) -> str:
+    i, j, given, p_value, _ = test
+    condition = f" given {', '.join(names[k] for k in given)}" if given else ""
+    return f"{names[i]} ⊥ {names[j]}{condition} ({p_value:.2f})"
+
+
+def causalvae_pc_tests(results: Results) -> str:
+    """The conditional-independence tests PC ran for seed 0, and which it accepted."""
+    rows = []
+    for title, figures in _graph_records(results):
+        names, tests = _names(figures), figures["pc"]["runs"][0]["tests"]
+        rejected = [test[3] for test in tests if not test[4]]
+        rows.append([title, "; ".join(_test_text(t, names) for t in tests if t[4]),
+                     f"{len(rejected)} tests, p ≤ {max(rejected):.3f}"])
+    return table(["data", "accepted independences (p)", "every other test"], rows)
+
+
+def causalvae_pc_result(results: Results) -> str:
+    """PC's graph for each seed, against the true one."""
+    rows = []
+    for title, figures in _graph_records(results):
+        names, runs = _names(figures), figures["pc"]["runs"]
+        dags = {json.dumps(run["dag"]) for run in runs}
+        seeds = ", ".join(str(run["seed"]) for run in runs)
+        rank = figures["pc"]["ci_disagreement_rank"]["pc_tests"]
+        rows.append([
+            title, seeds,
+            _edge_list(runs[0]["dag"], names) + ("" if len(dags) == 1 else " (seed 0; others differ)"),
+            " / ".join("yes" if run["cpdag_equals_true_cpdag"] else "no" for run in runs),
+            " / ".join(str(run["shd"]) for run in runs),
+            " / ".join("yes" if run["in_true_class"] else "no" for run in runs),
+            f"{rank['true_graph_rank']} of {rank['num_dags']} (tie of {rank['tie_size']})",
+            f"{min(run['seconds'] for run in runs):.0f}–{max(run['seconds'] for run in runs):.0f}"])
+    return table(["data", "seeds", "PC's DAG", "CPDAG equals the true one", "SHD to the true DAG",
+                  "in the true class", "true graph's rank by CI disagreement",
+                  "seconds a run"], rows)
+
+
 # The front page ------------------------------------------------------------------
+
+def _causalvae_headline(results: Results) -> list[str]:
+    record = results.record("causalvae_pendulum_small")
+    causal = record["figures"]["causalvae"]
+    paper = reference.CAUSALVAE_PENDULUM_MIC_TIC
+    return ["CausalVAE on Pendulum, MIC / TIC (%), SHD to the true DAG, `:small`",
+            f"{causal['mic']:.1f} / {causal['tic']:.1f}, SHD {causal['shd']} (seed 0)",
+            f"{paper[0]} / {paper[1]}, no SHD reported",
+            f"{machine_name(record['machine'])}, {_whole_run_minutes(record):.0f} min"]
+
 
 def headline(results: Results) -> str:
     """The README's first table: each headline figure against the paper's."""
@@ -360,13 +521,16 @@ def headline(results: Results) -> str:
          f"{mean_std([c['action_accuracy'] for c in cts])} / "
          f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(pairs)} seeds)",
          f"{paper_ct[0]:.2f} / {paper_ct[1]:.2f}",
-         f"{runs_machine(seeds)}, "
-         f"{min(map(_seed_minutes, pairs)):.0f}–{max(map(_seed_minutes, pairs)):.0f} min a seed"],
+         f"{runs_machine(seeds)}; the whole command "
+         f"{results.record('ctvae_small_run_seed0')['wall_seconds'] / 60:.0f} min on idle "
+         f"cores, {min(map(_seed_minutes, pairs)):.0f}–{max(map(_seed_minutes, pairs)):.0f} "
+         f"min a seed, cores partly shared"],
         ["CT-VAE, the same, `:gpu` (paper sizes): headline; 8 draws",
          f"{_headline(gpu_ct)}; {fixed(gpu_ct['draws']['action_accuracy']['mean'])} / "
          f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
          f"{paper_ct[0]:.2f} / {paper_ct[1]:.2f}",
          f"1 {gpu_name}, {minutes(sum(_console_stage_seconds(gpu).values()))} min"],
+        _causalvae_headline(results),
         ["CT-VAE stage-2 causal step (paper sizes), seconds",
          f"{ours['causal']:.2f} ({authors['causal'] / ours['causal']:.0f}× faster)",
          f"{authors['causal']} (authors' code)", machine_name(steps["machine"])],
@@ -378,6 +542,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "headline": headline,
     "ct_small_seeds": ct_small_seeds,
     "ct_small_seeds_previous": ct_small_seeds_previous,
+    "ct_small_run": ct_small_run,
     "ct_small_tried": ct_small_tried,
     "ct_graph_ablation": ct_graph_ablation,
     "ct_gpu": ct_gpu,
@@ -386,6 +551,11 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "records_index": records_index,
     "mcqvae_step_time": mcqvae_step_time,
     "metric_card_bounds": metric_card_bounds,
+    "causalvae_pendulum": causalvae_pendulum,
+    "metric_card_time": metric_card_time,
+    "causalvae_lu_rank": causalvae_lu_rank,
+    "causalvae_pc_tests": causalvae_pc_tests,
+    "causalvae_pc_result": causalvae_pc_result,
     "loop_overhead_gpu": loop_overhead_gpu,
 }
 

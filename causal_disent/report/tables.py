@@ -163,19 +163,28 @@ def ct_small_seeds(results: Results, name: str = "ctvae_small_seeds") -> str:
                   "minutes, both stages", "scale, shape, orientation (+ / −)"], rows)
 
 
+CT_SMALL_RUNS = {  # record: the config it ran
+    "ctvae_small_run_seed0_curve1200": "seed 0, stage-2 curve every 1200 steps (`:small` "
+                                       "before commit a9ba9b6)",
+    "ctvae_small_run_seed0": "seed 0, stage-2 curve every 2400 steps (`:small` now)",
+}
+
+
 def ct_small_run(results: Results) -> str:
-    """One whole `:small` command, both stages, timed as the user runs it."""
-    record = results.record("ctvae_small_run_seed0")
-    figures, [history] = record["figures"], record["runs"]
-    [session] = history["log_sessions"]  # one command, start to end, never resumed
-    stages = session["stage_seconds"]
-    return table(
-        ["run", "stage 1 test PSNR", "headline (most likely)", "8 draws, mean ± std",
-         "stage 1 / stage 2 minutes", "wall minutes, the whole command", "machine"],
-        [["seed 0 (the default)", f"{figures['mcqvae']['test_psnr']:.1f} dB",
-          f"**{_headline(figures['ct'])}**", _draws(figures["ct"]),
-          f"{minutes(stages['mcqvae'])} / {minutes(stages['ct'])}",
-          f"**{minutes(record['wall_seconds'])}**", machine_name(record["machine"])]])
+    """Whole `:small` commands, both stages, timed as the user runs them."""
+    rows = []
+    for name, title in CT_SMALL_RUNS.items():
+        record = results.record(name)
+        figures, [history] = record["figures"], record["runs"]
+        [session] = history["log_sessions"]  # one command, start to end, never resumed
+        stages = session["stage_seconds"]
+        rows.append([title, f"{figures['mcqvae']['test_psnr']:.2f} dB",
+                     f"**{_headline(figures['ct'])}**", _draws(figures["ct"]),
+                     f"{minutes(stages['mcqvae'])} / {minutes(stages['ct'])}",
+                     f"**{minutes(record['wall_seconds'])}**", machine_name(record["machine"])])
+    return table(["run", "stage 1 test PSNR", "headline (most likely)", "8 draws, mean ± std",
+                  "stage 1 / stage 2 minutes", "wall minutes, the whole command", "machine"],
+                 rows)
 
 
 def ct_small_seeds_previous(results: Results) -> str:
@@ -363,28 +372,19 @@ def metric_card_bounds(results: Results) -> str:
 CARD_TIME_ROWS = {  # record: row title
     "metric_card_time_identity_dsprites_synth": "identity, dsprites_synth",
     "metric_card_time_random_dsprites_synth": "random projection, dsprites_synth",
-    "metric_card_causalvae_pendulum_small": "CausalVAE `:small`, Pendulum (its trained encoder)",
     "metric_card_time_conv_dsprites_synth": "conv encoder (10 codes), dsprites_synth",
 }
 CARD_TIME_COLUMNS = ("mig", "sap", "dci", "betavae", "factorvae", "modularity_explicitness",
                      "unsupervised")
 
 
-def _card_seconds(figures: dict) -> tuple[dict, float]:
-    """Seconds per metric and in all, from benchmarks/metric_card_time.py's figures or
-    from a trained run's card (causal_disent.evaluate: its first representation)."""
-    if "seconds_per_metric" in figures:
-        return figures["seconds_per_metric"], figures["total_seconds"]
-    scored = next(iter(figures["representations"].values()))
-    return ({name: metric["seconds"] for name, metric in scored["metrics"].items()},
-            scored["total_seconds"])
-
-
 def metric_card_time(results: Results) -> str:
-    """Seconds of a full card at the reference 10 000 samples, per metric."""
+    """Seconds of a full card at the reference 10 000 samples, per metric
+    (benchmarks/metric_card_time.py)."""
     rows = []
     for name, title in CARD_TIME_ROWS.items():
-        seconds, total = _card_seconds(results.record(name)["figures"])
+        figures = results.record(name)["figures"]
+        seconds, total = figures["seconds_per_metric"], figures["total_seconds"]
         rows.append([title] + [f"{seconds[metric]:.1f}" for metric in CARD_TIME_COLUMNS]
                     + [f"{total:.0f}"])
     return table(["model, dataset", "MIG", "SAP", "DCI", "BetaVAE", "FactorVAE", "mod./expl.",
@@ -393,33 +393,14 @@ def metric_card_time(results: Results) -> str:
 
 # CausalVAE --------------------------------------------------------------------------
 
-def _learned_edges(causal: dict) -> str:
-    """The learned DAG as "cause → effect" pairs (graph[i][j] = 1 means i → j)."""
-    names = [name.replace("_", " ") for name in causal["label_names"]]
-    graph = causal["learned_graph"]
+def _names(figures: dict) -> list[str]:
+    return [name.replace("_", " ") for name in figures["label_names"]]
+
+
+def _edge_list(graph: list[list[int]], names: list[str]) -> str:
+    """A DAG as "cause → effect" pairs (graph[i][j] = 1 means i → j)."""
     return ", ".join(f"{names[i]} → {names[j]}" for i, row in enumerate(graph)
                      for j, edge in enumerate(row) if edge) or "no edge"
-
-
-def _whole_run_minutes(record: dict) -> float:
-    """A main --record's training time: its workdir's commands, summed."""
-    [run] = record["runs"]
-    return sum(session["seconds"] for session in run.get("log_sessions", [])) / 60
-
-
-def causalvae_pendulum(results: Results) -> str:
-    """CausalVAE `:small` on Pendulum: MIC / TIC against the paper, the learned graph."""
-    record = results.record("causalvae_pendulum_small")
-    causal = record["figures"]["causalvae"]
-    paper = reference.CAUSALVAE_PENDULUM_MIC_TIC
-    return table(
-        ["data, decoder", "MIC / TIC (paper)", "learned graph", "SHD", "in the true class",
-         "test BCE", "minutes"],
-        [["Pendulum, per concept (default), seed 0",
-          f"{causal['mic']:.1f} / {causal['tic']:.1f} ({paper[0]} / {paper[1]})",
-          _learned_edges(causal), str(causal["shd"]),
-          "yes" if causal["in_true_equivalence_class"] else "no",
-          f"{causal['test_bce']:.0f}", f"{_whole_run_minutes(record):.0f}"]])
 
 
 GRAPH_DATASETS = {"pendulum": "Pendulum", "flow": "Flow"}
@@ -429,15 +410,6 @@ def _graph_records(results: Results) -> list[tuple[str, dict]]:
     """benchmarks/causalvae_lu_graph_ranking.py's record per dataset."""
     return [(title, results.record(f"causalvae_graph_{name}")["figures"])
             for name, title in GRAPH_DATASETS.items()]
-
-
-def _names(figures: dict) -> list[str]:
-    return [name.replace("_", " ") for name in figures["label_names"]]
-
-
-def _edge_list(graph: list[list[int]], names: list[str]) -> str:
-    return ", ".join(f"{names[i]} → {names[j]}" for i, row in enumerate(graph)
-                     for j, edge in enumerate(row) if edge) or "no edge"
 
 
 def causalvae_lu_rank(results: Results) -> str:
@@ -494,16 +466,6 @@ def causalvae_pc_result(results: Results) -> str:
 
 # The front page ------------------------------------------------------------------
 
-def _causalvae_headline(results: Results) -> list[str]:
-    record = results.record("causalvae_pendulum_small")
-    causal = record["figures"]["causalvae"]
-    paper = reference.CAUSALVAE_PENDULUM_MIC_TIC
-    return ["CausalVAE on Pendulum, MIC / TIC (%), SHD to the true DAG, `:small`",
-            f"{causal['mic']:.1f} / {causal['tic']:.1f}, SHD {causal['shd']} (seed 0)",
-            f"{paper[0]} / {paper[1]}, no SHD reported",
-            f"{machine_name(record['machine'])}, {_whole_run_minutes(record):.0f} min"]
-
-
 def headline(results: Results) -> str:
     """The README's first table: each headline figure against the paper's."""
     seeds = results.record("ctvae_small_seeds")
@@ -522,7 +484,7 @@ def headline(results: Results) -> str:
          f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(pairs)} seeds)",
          f"{paper_ct[0]:.2f} / {paper_ct[1]:.2f}",
          f"{runs_machine(seeds)}; the whole command "
-         f"{results.record('ctvae_small_run_seed0')['wall_seconds'] / 60:.0f} min on idle "
+         f"{results.record('ctvae_small_run_seed0')['wall_seconds'] / 60:.1f} min on idle "
          f"cores, {min(map(_seed_minutes, pairs)):.0f}–{max(map(_seed_minutes, pairs)):.0f} "
          f"min a seed, cores partly shared"],
         ["CT-VAE, the same, `:gpu` (paper sizes): headline; 8 draws",
@@ -530,7 +492,6 @@ def headline(results: Results) -> str:
          f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
          f"{paper_ct[0]:.2f} / {paper_ct[1]:.2f}",
          f"1 {gpu_name}, {minutes(sum(_console_stage_seconds(gpu).values()))} min"],
-        _causalvae_headline(results),
         ["CT-VAE stage-2 causal step (paper sizes), seconds",
          f"{ours['causal']:.2f} ({authors['causal'] / ours['causal']:.0f}× faster)",
          f"{authors['causal']} (authors' code)", machine_name(steps["machine"])],
@@ -551,7 +512,6 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "records_index": records_index,
     "mcqvae_step_time": mcqvae_step_time,
     "metric_card_bounds": metric_card_bounds,
-    "causalvae_pendulum": causalvae_pendulum,
     "metric_card_time": metric_card_time,
     "causalvae_lu_rank": causalvae_lu_rank,
     "causalvae_pc_tests": causalvae_pc_tests,

@@ -418,12 +418,17 @@ def causalvae_lu_rank(results: Results) -> str:
     for title, figures in _graph_records(results):
         no_bias, bias = figures["results"]
         edges = [sum(map(sum, fit["best_graph"])) for fit in (no_bias, bias)]
+        likelihood = figures["knn_likelihood"]
         rows.append([title, f"{no_bias['true_graph_rank']} / {bias['true_graph_rank']} of "
                             f"{no_bias['num_dags']}",
                      f"{edges[0]} / {edges[1]} edges, SHD {no_bias['best_graph_shd']} / "
-                     f"{bias['best_graph_shd']}"])
+                     f"{bias['best_graph_shd']}",
+                     f"{likelihood['true_graph_rank']}; best at SHD "
+                     f"{likelihood['best_graph_shd']}, "
+                     f"{'in' if likelihood['best_in_true_class'] else 'outside'} the true class"])
     return table(["data", "true graph's rank under l_u (no bias / bias)",
-                  "l_u's best graph (no bias / bias)"], rows)
+                  "l_u's best graph (no bias / bias)",
+                  "true graph's rank under a k-NN BIC likelihood"], rows)
 
 
 def _test_text(test: list, names: list[str]) -> str:

@@ -181,7 +181,7 @@ def ct_small_run(results: Results) -> str:
         rows.append([title, f"{figures['mcqvae']['test_psnr']:.2f} dB",
                      f"**{_headline(figures['ct'])}**", _draws(figures["ct"]),
                      f"{minutes(stages['mcqvae'])} / {minutes(stages['ct'])}",
-                     f"**{minutes(record['wall_seconds'])}**", machine_name(record["machine"])])
+                     f"**{record['wall_seconds'] / 60:.2f}**", machine_name(record["machine"])])
     return table(["run", "stage 1 test PSNR", "headline (most likely)", "8 draws, mean ± std",
                   "stage 1 / stage 2 minutes", "wall minutes, the whole command", "machine"],
                  rows)
@@ -231,7 +231,7 @@ def _console_stage_seconds(folder: Path) -> dict[str, int]:
     for line in (folder / "console_log.txt").read_text().splitlines():
         row = records.SUMMARY_ROW.match(line.split(" ", 1)[-1])
         if row:
-            seconds[row.group(1)] = 60 * int(row.group(2) or 0) + int(row.group(3))
+            seconds[row.group(1)] = records.summary_row_seconds(row)
     return seconds
 
 
@@ -448,6 +448,11 @@ def causalvae_pc_tests(results: Results) -> str:
     return table(["data", "accepted independences (p)", "every other test"], rows)
 
 
+def _span(values: list[float]) -> str:
+    low, high = f"{min(values):.0f}", f"{max(values):.0f}"
+    return low if low == high else f"{low}–{high}"
+
+
 def causalvae_pc_result(results: Results) -> str:
     """PC's graph for each seed, against the true one."""
     rows = []
@@ -463,7 +468,7 @@ def causalvae_pc_result(results: Results) -> str:
             " / ".join(str(run["shd"]) for run in runs),
             " / ".join("yes" if run["in_true_class"] else "no" for run in runs),
             f"{rank['true_graph_rank']} of {rank['num_dags']} (tie of {rank['tie_size']})",
-            f"{min(run['seconds'] for run in runs):.0f}–{max(run['seconds'] for run in runs):.0f}"])
+            _span([run["seconds"] for run in runs])])
     return table(["data", "seeds", "PC's DAG", "CPDAG equals the true one", "SHD to the true DAG",
                   "in the true class", "true graph's rank by CI disagreement",
                   "seconds a run"], rows)

@@ -74,6 +74,11 @@ def test_log_sessions_give_each_command_its_span_devices_and_stage_times():
          "seconds": 14.0}]
 
 
+def test_a_stage_of_over_an_hour_keeps_its_hours():
+    log = LOG.replace("20m58s", "1h14m02s")
+    assert records.log_sessions(log)[0]["stage_seconds"]["mcqvae"] == 4442
+
+
 def test_a_workdir_keeps_each_commands_provenance_for_its_records(tmp_path):
     record_command(tmp_path, "cd /x && python -m causal_disent.main --config=c.py")
     (tmp_path / "log.txt").write_text(LOG)

@@ -50,7 +50,7 @@ from causal_disent.runs import records  # noqa: E402
 from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info  # noqa: E402
 from causal_disent.runs.config_file import RunConfigError, read_config  # noqa: E402
 from causal_disent.runs.results import read_results  # noqa: E402
-from causal_disent.train import interrupts, stages  # noqa: E402
+from causal_disent.train import interrupts  # noqa: E402
 from causal_disent.train.deadline import TimeBudgetExhausted  # noqa: E402
 from causal_disent.train.finite_guard import NonFiniteTraining  # noqa: E402
 from causal_disent.utils import console  # noqa: E402
@@ -131,6 +131,9 @@ def _run() -> None:
     except records.RecordError as error:
         sys.exit(f"error: {error}")
     config, workdir = _config_and_workdir()
+    # Imported once the flags are known good: the stages bring in every model and
+    # metric (sklearn, matplotlib), seconds that a mistyped flag should not wait for.
+    from causal_disent.train import stages
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     if not _SHOW_LOG.value:
         console.quiet_stderr()

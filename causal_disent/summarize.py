@@ -66,6 +66,7 @@ def main(argv) -> None:
 def _run_record(run, scores: dict) -> dict:
     """One run of a group as its record keeps it: its scores, its results.json and how
     it was made."""
+    from causal_disent.evaluation import card_summary
     from causal_disent.runs import records
 
     entry = {"path": str(run), "scores": scores}
@@ -75,7 +76,16 @@ def _run_record(run, scores: dict) -> dict:
         entry["history"] = records.workdir_history(run)
         if (run / "results.json").is_file():
             entry["results"] = json.loads((run / "results.json").read_text())
+        if (run / card_summary.CARD_FILE).is_file():
+            entry["card"] = _card_settings(run / card_summary.CARD_FILE)
     return entry
+
+
+def _card_settings(path) -> dict:
+    """How the run's metric card was scored and how long it took, per representation."""
+    cards = json.loads(path.read_text())["representations"]
+    return {name: {key: card[key] for key in ("num_samples", "seed", "total_seconds")}
+            for name, card in cards.items()}
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ def write_run(workdir, mig, dci, test_bce=None):
         "dci": {"scores": {"disentanglement": dci, "completeness": 0.5,
                            "informativeness_train": 0.9, "informativeness_test": 0.8}},
     }
-    card = {"model": "trained", "representations": {"encoder_mean": {"metrics": metrics}}}
+    card = {"model": "trained", "representations": {"encoder_mean": {
+        "metrics": metrics, "num_samples": 10_000, "seed": 0, "total_seconds": 12.5}}}
     (workdir / "metrics_card.json").write_text(json.dumps(card))
     if test_bce is not None:
         (workdir / "results.json").write_text(json.dumps({"vae": {"test_bce": test_bce,
@@ -139,6 +140,8 @@ def test_command_prints_the_table_and_refuses_an_unscored_run(tmp_path):
     assert [run["scores"]["test_bce"] for run in group["runs"]] == [60.0, 62.0]
     assert group["runs"][1]["results"] == json.loads(
         (tmp_path / "w" / "seeds" / "seed_1" / "results.json").read_text())
+    assert group["runs"][1]["card"] == {"encoder_mean": {"num_samples": 10_000, "seed": 0,
+                                                         "total_seconds": 12.5}}
     refused = subprocess.run(command + [f"--group=VAE={tmp_path / 'w'}", "--record=out.txt"],
                              capture_output=True, text=True)
     assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [

@@ -1,9 +1,11 @@
 """Multi-process data parallelism for real: 2 processes x 4 CPU devices (a local
 coordinator, gloo collectives, launch/local_multiprocess.sh) train exactly as 1
 process with 8 devices on the same global batch: the same loss in every metrics row,
-the same final parameters, the same results. CT-VAE's two stages (every stage-2
-mode, stage 1 stopped and resumed from an Orbax checkpoint saved and restored by both
-processes), FactorVAE (its permutation over the global batch), CausalVAE.
+the same final parameters, the same results. FactorVAE (its permutation over the
+global batch, the run stopped and resumed from an Orbax checkpoint saved and
+restored by both processes), CausalVAE and, among the long checks that the default
+suite leaves out (`pytest -m long`, about 5 minutes on 2 cores), CT-VAE's two stages
+with every stage-2 mode.
 
 Each row of metrics.jsonl appears once, so process 1 wrote no second copy."""
 
@@ -93,6 +95,7 @@ def ct_runs(tmp_path_factory):
     return single, multi, logs
 
 
+@pytest.mark.long
 def test_two_processes_train_ctvae_as_one_process_with_eight_devices(ct_runs):
     single, multi, logs = ct_runs
     assert all(f"[process {i}] [mcqvae] resuming from the checkpoint of step 3 of 6" in log
@@ -105,13 +108,17 @@ def test_two_processes_train_ctvae_as_one_process_with_eight_devices(ct_runs):
 
 def test_two_processes_train_factor_vae_as_one(tmp_path):
     """With the training images on the devices (each process places the whole table
-    on its devices) and two steps a call; CT-VAE and CausalVAE above and below run
-    the host pipeline, one step a call."""
+    on its devices) and two steps a call; CT-VAE and CausalVAE run the host
+    pipeline, one step a call."""
     flags = ["--config=configs/factorvae_dsprites_synth.py:tiny",
              "--config.vae.train.device_data=on", "--config.vae.train.steps_per_call=2",
              "--config.data.split_fractions=(0.004, 0.0, 0.996)"]  # a 12 MB table
     launch(1, 8, tmp_path / "one_process", *flags)
-    launch(2, 4, tmp_path / "two_processes", *flags)
+    # Stopped at step 2 (its checkpoint), then resumed to the end.
+    launch(2, 4, tmp_path / "two_processes", *flags, "--config.vae.train.num_steps=2")
+    logs = launch(2, 4, tmp_path / "two_processes", *flags)
+    assert all(f"[process {i}] [vae] resuming from the checkpoint of step 2 of" in log
+               for i, log in enumerate(logs))  # restored by both
     assert_same_run(tmp_path / "one_process", tmp_path / "two_processes", ["vae"])
 
 

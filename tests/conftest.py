@@ -1,18 +1,21 @@
 """Shared fixtures: a tiny CT-VAE config so compilation stays cheap on 2 cores.
 
-Compilation dominates the suite on a CPU, and many tests (in this process, in the
-other pytest worker and in the command-line runs they start) compile the same tiny
-programs again. One persistent JAX compilation cache for the session, in a temporary
-folder that every worker and subprocess inherits through the environment, compiles
-each program once: a `:tiny` CT-VAE run takes 18 s instead of 40 with it warm. A
-size limit turns on the cache's file lock (JAX locks only a cache it may evict
-from), so processes running at once never read an entry still being written. Runs
-that are killed stay off it, since a killed writer leaves a partial entry behind:
-tests/crash_resume.py gives its runs a cache of their own, tests/train/test_faults.py
-none.
+Compilation dominates the suite on a CPU, and many tests (in this process and in the
+command-line runs they start) compile the same tiny programs again. A persistent JAX
+compilation cache, in a temporary folder that every subprocess inherits through the
+environment, compiles each program once: a `:tiny` CT-VAE run takes 18 s instead of
+40 with it warm. It caches every program, however quick: a tiny run compiles dozens
+of small ones, and a warm `:tiny` CT-VAE run then spends another 15 % less CPU.
 
 pytest.ini runs the suite on two workers (pytest-xdist), a test file per worker at a
 time, so module fixtures are built once: most tests compile or wait on one core.
+Each worker has a cache folder of its own: JAX writes an entry without a lock (it
+locks only a cache with a size limit, and then rescans the whole folder at every
+write, which made the suite 60 % slower), so two processes compiling the same
+program at once could read each other's partial entry. For the same reason tests
+that start several processes at once or kill one mid-run keep them off the worker's
+cache (tests/train/test_multiprocess.py, tests/test_bad_input.py,
+tests/train/test_faults.py); tests/crash_resume.py gives its runs a cache of their own.
 """
 
 import atexit
@@ -31,10 +34,10 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # before anything imports jax
     _CACHE = tempfile.mkdtemp(prefix="causal_disent_tests_jax_cache_")
     atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
-    # Every program, however quick: a tiny run compiles dozens of small ones, and a
-    # warm :tiny CT-VAE run spends 15 % less CPU when they are cached too.
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-    os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(32 << 30))  # the lock
+if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker: its own folder in the session's
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(
+        os.environ["JAX_COMPILATION_CACHE_DIR"], os.environ["PYTEST_XDIST_WORKER"])
 
 from tests import helpers  # noqa: E402
 

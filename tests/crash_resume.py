@@ -54,7 +54,7 @@ def command(workdir: Path, stages: list[str], steps: int, extra=()) -> list[str]
 def launch(workdir: Path, stages: list[str], steps: int, extra=()) -> subprocess.Popen:
     workdir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
-    # A compilation cache of these runs' own, never the test session's (tests/conftest.py):
+    # A compilation cache of these runs' own, never the test worker's (tests/conftest.py):
     # the uninterrupted runs fill it, so the trials mostly read it, and a trial killed
     # while writing an entry leaves a partial file, which JAX reads back with a warning
     # and compiles again.

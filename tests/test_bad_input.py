@@ -149,6 +149,9 @@ def run_case(case, root):
     args = [a.format(w=folder / "workdir", tmp=folder, run=folder / "run")
             for a in arguments]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    # The cases run four at a time, and the worker's compilation cache
+    # (tests/conftest.py) writes its entries without a lock.
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
     result = subprocess.run([sys.executable, "-m", module, *args], env=env, cwd=REPO_ROOT,
                             capture_output=True, text=True, timeout=300)
     return result, before, sorted(folder.rglob("*"))

@@ -159,7 +159,7 @@ def test_outside_training_a_signal_stops_at_once():
 def run_cli(*args):
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
     # These runs are stopped by signals, perhaps while a compiled program is written
-    # to the test session's compilation cache (tests/conftest.py).
+    # to the test worker's compilation cache (tests/conftest.py).
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     return subprocess.Popen([sys.executable, "-m", "causal_disent.main", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

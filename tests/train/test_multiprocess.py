@@ -29,6 +29,9 @@ CT_FLAGS = ["--config=configs/ctvae_shapes3d.py:tiny", "--config.ct.optim.batch_
 
 def launch(num_processes: int, devices: int, workdir, *flags):
     env = dict(os.environ, PYTHON=sys.executable, PYTHONPATH=str(REPO_ROOT))
+    # The processes compile the same programs at once; the worker's compilation cache
+    # (tests/conftest.py) writes its entries without a lock.
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
     result = subprocess.run(["bash", str(LAUNCHER), str(num_processes), str(devices),
                              f"--workdir={workdir}", *flags],
                             env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)

@@ -4,7 +4,7 @@ process with 8 devices on the same global batch: the same loss in every metrics 
 the same final parameters, the same results. FactorVAE (its permutation over the
 global batch, the run stopped and resumed from an Orbax checkpoint saved and
 restored by both processes), CausalVAE and, among the long checks that the default
-suite leaves out (`pytest -m long`, about 5 minutes on 2 cores), CT-VAE's two stages
+suite leaves out (`pytest -m long`, about 4 minutes on 2 cores), CT-VAE's two stages
 with every stage-2 mode.
 
 Each row of metrics.jsonl appears once, so process 1 wrote no second copy."""

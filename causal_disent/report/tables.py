@@ -58,8 +58,8 @@ def mean_std(values, digits: int = 3) -> str:
     return f"{fixed(statistics.mean(values), digits)} ± {fixed(statistics.stdev(values), digits)}"
 
 
-def minutes(seconds: float) -> str:
-    return f"{seconds / 60:.1f}"
+def minutes(seconds: float, digits: int = 1) -> str:
+    return f"{seconds / 60:.{digits}f}"
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -181,7 +181,7 @@ def ct_small_run(results: Results) -> str:
         rows.append([title, f"{figures['mcqvae']['test_psnr']:.2f} dB",
                      f"**{_headline(figures['ct'])}**", _draws(figures["ct"]),
                      f"{minutes(stages['mcqvae'])} / {minutes(stages['ct'])}",
-                     f"**{record['wall_seconds'] / 60:.2f}**", machine_name(record["machine"])])
+                     f"**{minutes(record['wall_seconds'], 2)}**", machine_name(record["machine"])])
     return table(["run", "stage 1 test PSNR", "headline (most likely)", "8 draws, mean ± std",
                   "stage 1 / stage 2 minutes", "wall minutes, the whole command", "machine"],
                  rows)
@@ -494,7 +494,7 @@ def headline(results: Results) -> str:
          f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(pairs)} seeds)",
          f"{paper_ct[0]:.2f} / {paper_ct[1]:.2f}",
          f"{runs_machine(seeds)}; the whole command "
-         f"{results.record('ctvae_small_run_seed0')['wall_seconds'] / 60:.1f} min on idle "
+         f"{minutes(results.record('ctvae_small_run_seed0')['wall_seconds'])} min on idle "
          f"cores, {min(map(_seed_minutes, pairs)):.0f}–{max(map(_seed_minutes, pairs)):.0f} "
          f"min a seed, cores partly shared"],
         ["CT-VAE, the same, `:gpu` (paper sizes): headline; 8 draws",

@@ -1,0 +1,122 @@
+"""CausalVAE's tables: the `:small` run against the paper, and where the true graph
+ranks under the paper's label loss and under the PC algorithm."""
+
+from __future__ import annotations
+
+import json
+
+from causal_disent.report import reference
+from causal_disent.report.formatting import Results, machine_name, table
+
+
+def _names(figures: dict) -> list[str]:
+    return [name.replace("_", " ") for name in figures["label_names"]]
+
+
+def _edge_list(graph: list[list[int]], names: list[str]) -> str:
+    """A DAG as "cause → effect" pairs (graph[i][j] = 1 means i → j)."""
+    return ", ".join(f"{names[i]} → {names[j]}" for i, row in enumerate(graph)
+                     for j, edge in enumerate(row) if edge) or "no edge"
+
+
+def _whole_run_minutes(record: dict) -> float:
+    """A main --record's training time: its workdir's commands, summed."""
+    [run] = record["runs"]
+    return sum(session["seconds"] for session in run.get("log_sessions", [])) / 60
+
+
+def causalvae_pendulum(results: Results) -> str:
+    """CausalVAE `:small` on Pendulum: MIC / TIC against the paper, the learned graph."""
+    record = results.record("causalvae_pendulum_small")
+    causal = record["figures"]["causalvae"]
+    paper = reference.CAUSALVAE_PENDULUM_MIC_TIC
+    return table(
+        ["data, decoder", "MIC / TIC (paper)", "learned graph", "SHD", "in the true class",
+         "test BCE", "minutes"],
+        [["Pendulum, per concept (default), seed 0",
+          f"{causal['mic']:.1f} / {causal['tic']:.1f} ({paper[0]} / {paper[1]})",
+          _edge_list(causal["learned_graph"], _names(causal)), str(causal["shd"]),
+          "yes" if causal["in_true_equivalence_class"] else "no",
+          f"{causal['test_bce']:.0f}", f"{_whole_run_minutes(record):.0f}"]])
+
+
+def headline_row(results: Results) -> list[str]:
+    """The front page's row: MIC / TIC and SHD against the paper's Table 1."""
+    record = results.record("causalvae_pendulum_small")
+    causal = record["figures"]["causalvae"]
+    paper = reference.CAUSALVAE_PENDULUM_MIC_TIC
+    return ["CausalVAE on Pendulum, MIC / TIC (%), SHD to the true DAG, `:small`",
+            f"{causal['mic']:.1f} / {causal['tic']:.1f}, SHD {causal['shd']} (seed 0)",
+            f"{paper[0]} / {paper[1]}, no SHD reported",
+            f"{machine_name(record['machine'])}, {_whole_run_minutes(record):.0f} min"]
+
+
+GRAPH_DATASETS = {"pendulum": "Pendulum", "flow": "Flow"}
+
+
+def _graph_records(results: Results) -> list[tuple[str, dict]]:
+    """benchmarks/causalvae_lu_graph_ranking.py's record per dataset."""
+    return [(title, results.record(f"causalvae_graph_{name}")["figures"])
+            for name, title in GRAPH_DATASETS.items()]
+
+
+def causalvae_lu_rank(results: Results) -> str:
+    """Where the true graph ranks under the paper's label loss l_u, over every DAG."""
+    rows = []
+    for title, figures in _graph_records(results):
+        no_bias, bias = figures["results"]
+        edges = [sum(map(sum, fit["best_graph"])) for fit in (no_bias, bias)]
+        likelihood = figures["knn_likelihood"]
+        rows.append([title, f"{no_bias['true_graph_rank']} / {bias['true_graph_rank']} of "
+                            f"{no_bias['num_dags']}",
+                     f"{edges[0]} / {edges[1]} edges, SHD {no_bias['best_graph_shd']} / "
+                     f"{bias['best_graph_shd']}",
+                     f"{likelihood['true_graph_rank']}; best at SHD "
+                     f"{likelihood['best_graph_shd']}, "
+                     f"{'in' if likelihood['best_in_true_class'] else 'outside'} the true class"])
+    return table(["data", "true graph's rank under l_u (no bias / bias)",
+                  "l_u's best graph (no bias / bias)",
+                  "true graph's rank under a k-NN BIC likelihood"], rows)
+
+
+def _test_text(test: list, names: list[str]) -> str:
+    i, j, given, p_value, _ = test
+    condition = f" given {', '.join(names[k] for k in given)}" if given else ""
+    return f"{names[i]} ⊥ {names[j]}{condition} ({p_value:.2f})"
+
+
+def causalvae_pc_tests(results: Results) -> str:
+    """The conditional-independence tests PC ran for seed 0, and which it accepted."""
+    rows = []
+    for title, figures in _graph_records(results):
+        names, tests = _names(figures), figures["pc"]["runs"][0]["tests"]
+        rejected = [test[3] for test in tests if not test[4]]
+        rows.append([title, "; ".join(_test_text(t, names) for t in tests if t[4]),
+                     f"{len(rejected)} tests, p ≤ {max(rejected):.3f}"])
+    return table(["data", "accepted independences (p)", "every other test"], rows)
+
+
+def _span(values: list[float]) -> str:
+    low, high = f"{min(values):.0f}", f"{max(values):.0f}"
+    return low if low == high else f"{low}–{high}"
+
+
+def causalvae_pc_result(results: Results) -> str:
+    """PC's graph for each seed, against the true one."""
+    rows = []
+    for title, figures in _graph_records(results):
+        names, runs = _names(figures), figures["pc"]["runs"]
+        dags = {json.dumps(run["dag"]) for run in runs}
+        seeds = ", ".join(str(run["seed"]) for run in runs)
+        rank = figures["pc"]["ci_disagreement_rank"]["pc_tests"]
+        rows.append([
+            title, seeds,
+            _edge_list(runs[0]["dag"], names) + ("" if len(dags) == 1 else " (seed 0; others differ)"),
+            " / ".join("yes" if run["cpdag_equals_true_cpdag"] else "no" for run in runs),
+            " / ".join(str(run["shd"]) for run in runs),
+            " / ".join("yes" if run["in_true_class"] else "no" for run in runs),
+            f"{rank['true_graph_rank']} of {rank['num_dags']} (tie of {rank['tie_size']})",
+            _span([run["seconds"] for run in runs])])
+    return table(["data", "seeds", "PC's DAG", "CPDAG equals the true one", "SHD to the true DAG",
+                  "in the true class", "true graph's rank by CI disagreement",
+                  "seconds a run"], rows)

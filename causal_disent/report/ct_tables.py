@@ -1,0 +1,229 @@
+"""CT-VAE's tables: the `:small` runs and seeds, the stage-2 variants tried, the graph
+ablation, the `:gpu` run brought back from a GPU, and the step times of both stages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from causal_disent.report import reference
+from causal_disent.report.formatting import (Results, fixed, group_runs, machine_name,
+                                             mean_std, minutes, runs_machine, stage_seconds,
+                                             table)
+from causal_disent.runs import records
+
+# Shapes3D actions in the CT-VAE's order; the geometry columns are these pairs.
+GEOMETRY = {"scale": (3, 9), "shape": (4, 10), "orientation": (5, 11)}
+
+
+def _ct(run: dict) -> dict:
+    return run["results"]["ct"]
+
+
+def _headline(ct: dict) -> str:
+    return f"{fixed(ct['action_accuracy'])} / {fixed(ct['factor_accuracy'])}"
+
+
+def _draws(ct: dict) -> str:
+    draws = ct["draws"]
+    return (f"{fixed(draws['action_accuracy']['mean'])} ± {fixed(draws['action_accuracy']['std'])}"
+            f" / {fixed(draws['factor_accuracy']['mean'])} ± "
+            f"{fixed(draws['factor_accuracy']['std'])}")
+
+
+def _geometry(ct: dict) -> str:
+    per_action = ct["per_action_accuracy"]
+    return ", ".join(f"{per_action[plus]:.2f} / {per_action[minus]:.2f}"
+                     for plus, minus in GEOMETRY.values())
+
+
+def _psnr(run: dict) -> str:
+    stage_one = run["results"].get("mcqvae")
+    return f"{stage_one['test_psnr']:.1f} dB" if stage_one else "–"
+
+
+def _seed_runs(record: dict) -> list[tuple[dict, dict]]:
+    """(stage-1 run, stage-2 run) per seed of a seeds record: one group of whole runs,
+    or a "stage 1" and a "stage 2" group (stage 2 trained on each seed's stage 1)."""
+    groups = group_runs(record)
+    if set(groups) == {"stage 1", "stage 2"}:
+        return list(zip(groups["stage 1"], groups["stage 2"]))
+    [runs] = groups.values()
+    return [(run, run) for run in runs]
+
+
+def _seed_minutes(pair: tuple[dict, dict]) -> float:
+    return (stage_seconds(pair[0], "mcqvae") + stage_seconds(pair[1], "ct")) / 60
+
+
+def ct_small_seeds(results: Results, name: str = "ctvae_small_seeds") -> str:
+    """`:small` per seed and over seeds: the issue's CPU target."""
+    pairs = _seed_runs(results.record(name))
+    rows = []
+    for stage_one, stage_two in pairs:
+        ct = _ct(stage_two)
+        rows.append([f"seed {stage_two['seed']}", _psnr(stage_one), _headline(ct), _draws(ct),
+                     f"{_seed_minutes((stage_one, stage_two)):.1f}", _geometry(ct)])
+    cts = [_ct(stage_two) for _, stage_two in pairs]
+    psnrs = [stage_one["results"]["mcqvae"]["test_psnr"] for stage_one, _ in pairs]
+    rows.append([f"mean ± std, {len(pairs)} seeds", mean_std(psnrs, 1) + " dB",
+                 f"**{mean_std([c['action_accuracy'] for c in cts])} / "
+                 f"{mean_std([c['factor_accuracy'] for c in cts])}**",
+                 f"{mean_std([c['draws']['action_accuracy']['mean'] for c in cts])} / "
+                 f"{mean_std([c['draws']['factor_accuracy']['mean'] for c in cts])}",
+                 "", ""])
+    return table(["run", "stage 1 test PSNR", "headline (most likely)", "8 draws, mean ± std",
+                  "minutes, both stages", "scale, shape, orientation (+ / −)"], rows)
+
+
+CT_SMALL_RUNS = {  # record: the config it ran
+    "ctvae_small_run_seed0_curve1200": "seed 0, stage-2 curve every 1200 steps (`:small` "
+                                       "before commit a9ba9b6)",
+    "ctvae_small_run_seed0": "seed 0, stage-2 curve every 2400 steps (`:small` now)",
+}
+
+
+def ct_small_run(results: Results) -> str:
+    """Whole `:small` commands, both stages, timed as the user runs them."""
+    rows = []
+    for name, title in CT_SMALL_RUNS.items():
+        record = results.record(name)
+        figures, [history] = record["figures"], record["runs"]
+        [session] = history["log_sessions"]  # one command, start to end, never resumed
+        stages = session["stage_seconds"]
+        rows.append([title, f"{figures['mcqvae']['test_psnr']:.2f} dB",
+                     f"**{_headline(figures['ct'])}**", _draws(figures["ct"]),
+                     f"{minutes(stages['mcqvae'])} / {minutes(stages['ct'])}",
+                     f"**{minutes(record['wall_seconds'], 2)}**", machine_name(record["machine"])])
+    return table(["run", "stage 1 test PSNR", "headline (most likely)", "8 draws, mean ± std",
+                  "stage 1 / stage 2 minutes", "wall minutes, the whole command", "machine"],
+                 rows)
+
+
+def ct_small_seeds_previous(results: Results) -> str:
+    """The same for the previous `:small` stage 2 (widths 32, one layer, constant noise)."""
+    return ct_small_seeds(results, "ctvae_small_seeds_previous")
+
+
+def ct_small_tried(results: Results) -> str:
+    """Stage-2 variants on a trained `:small` stage 1."""
+    record = results.record("ctvae_small_tried")
+    rows = []
+    for label, runs in group_runs(record).items():
+        for run in runs:
+            ct = _ct(run)
+            seconds = stage_seconds(run, "ct")
+            rows.append([label, _headline(ct), _draws(ct),
+                         "–" if seconds is None else minutes(seconds), _geometry(ct)])
+    return table(["stage 2", "headline (most likely)", "8 draws, mean ± std",
+                  "stage-2 minutes", "scale, shape, orientation (+ / −)"], rows)
+
+
+def ct_graph_ablation(results: Results) -> str:
+    """Learned graph against shuffled, full and empty ones, on two trained models."""
+    names = {"ct_graph_ablation_small": "graph KL weight 0.4 (paper)",
+             "ct_graph_ablation_small_graph_kl0": "graph KL weight 0"}
+    figures = {name: results.record(name)["figures"] for name in names}
+    rows = []
+    for row in next(iter(figures.values()))["rows"]:
+        rows.append([row] + [f"{fixed(f['rows'][row]['action_accuracy'])} / "
+                             f"{fixed(f['rows'][row]['factor_accuracy'])}"
+                             for f in figures.values()])
+    for key, title in (("edge_density", "learned edge density, per action"),
+                       ("mask_density", "learned mask density, per action")):
+        rows.append([title] + [f"{min(f['learned_structure'][key]):.2f}–"
+                               f"{max(f['learned_structure'][key]):.2f}"
+                               for f in figures.values()])
+    return table(["graph"] + list(names.values()), rows)
+
+
+def _console_stage_seconds(folder: Path) -> dict[str, int]:
+    """Each stage's time from the summary of a run's console log brought back from a
+    GPU (lines prefixed with the machine's Unix time)."""
+    seconds = {}
+    for line in (folder / "console_log.txt").read_text().splitlines():
+        row = records.SUMMARY_ROW.match(line.split(" ", 1)[-1])
+        if row:
+            seconds[row.group(1)] = records.summary_row_seconds(row)
+    return seconds
+
+
+def ct_gpu(results: Results) -> str:
+    """The `:gpu` run's curve and final scores (a run folder brought back from a GPU)."""
+    folder = results.run_folder("gpu_2026-11-26_h200_ctvae_40k")
+    curve = [json.loads(line) for line in (folder / "ct.jsonl").read_text().splitlines()
+             if line.strip()]
+    rows = [[str(point["step"]),
+             f"{fixed(point['action_accuracy'], 2)} / {fixed(point['factor_accuracy'], 2)}",
+             f"{fixed(point['action_accuracy_draws_mean'], 2)} / "
+             f"{fixed(point['factor_accuracy_draws_mean'], 2)}"] for point in curve]
+    ct = json.loads((folder / "results.json").read_text())["ct"]
+    rows.append([f"final, {ct['num_pairs']} pairs", f"**{_headline(ct)}**", _draws(ct)])
+    return table(["stage-2 step", "headline action / factor", "8 draws, mean"], rows)
+
+
+def ct_step_time(results: Results) -> str:
+    """Stage-2 step at the paper's sizes against the authors' PyTorch code."""
+    record = results.record("ct_step_time_cpu")
+    ours = record["figures"]["summary"]
+    authors = reference.AUTHORS_CT_STEP_SECONDS
+    rows = []
+    for name, steps in (("authors' PyTorch (encoder and decoder in every step)", authors),
+                        (f"causal_disent, code cache ({machine_name(record['machine'])})",
+                         ours)):
+        rows.append([name, *(f"{steps[mode]:.3f}" for mode in ("standard", "action", "causal")),
+                     f"{steps['causal'] / steps['action']:.1f}×",
+                     f"{steps['causal_peak_rss_gb']:.2f} GB"])
+    rows.append(["speed-up", *(f"{authors[mode] / ours[mode]:.0f}×"
+                               for mode in ("standard", "action", "causal")), "", ""])
+    return table(["stage-2 step, seconds", "standard", "action", "causal", "causal / action",
+                  "causal peak memory"], rows)
+
+
+def mcqvae_step_time(results: Results) -> str:
+    """Stage-1 training step at the paper's size and at :small's."""
+    record = results.record("mcqvae_step_time_cpu")
+    rows = [[name, str(figures["batch_size"]), f"{figures['parameters']:,}",
+             f"{figures['median_step_s']:.3f}", f"{figures['images_per_s']:.0f}",
+             f"{figures['first_step_s']:.1f}"]
+            for name, figures in record["figures"].items() if isinstance(figures, dict)]
+    return table(["MCQ-VAE", "batch", "parameters", "seconds per step", "images/s",
+                  "first step (compiling), s"], rows)
+
+
+# The front page's rows ---------------------------------------------------------
+
+def headline_accuracy_rows(results: Results) -> list[list[str]]:
+    """Test action / factor accuracy against the paper: `:small` over seeds, `:gpu`."""
+    seeds = results.record("ctvae_small_seeds")
+    pairs = _seed_runs(seeds)
+    cts = [_ct(stage_two) for _, stage_two in pairs]
+    gpu = results.run_folder("gpu_2026-11-26_h200_ctvae_40k")
+    gpu_ct = json.loads((gpu / "results.json").read_text())["ct"]
+    gpu_name = (gpu / "gpu.txt").read_text().splitlines()[1].split(",")[0]
+    paper = f"{reference.CT_VAE_ACCURACY[0]:.2f} / {reference.CT_VAE_ACCURACY[1]:.2f}"
+    return [
+        ["CT-VAE, test action / factor accuracy, `:small`",
+         f"{mean_std([c['action_accuracy'] for c in cts])} / "
+         f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(pairs)} seeds)",
+         paper,
+         f"{runs_machine(seeds)}; the whole command "
+         f"{minutes(results.record('ctvae_small_run_seed0')['wall_seconds'])} min on idle "
+         f"cores, {min(map(_seed_minutes, pairs)):.0f}–{max(map(_seed_minutes, pairs)):.0f} "
+         f"min a seed, cores partly shared"],
+        ["CT-VAE, the same, `:gpu` (paper sizes): headline; 8 draws",
+         f"{_headline(gpu_ct)}; {fixed(gpu_ct['draws']['action_accuracy']['mean'])} / "
+         f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
+         paper,
+         f"1 {gpu_name}, {minutes(sum(_console_stage_seconds(gpu).values()))} min"],
+    ]
+
+
+def headline_step_row(results: Results) -> list[str]:
+    """The stage-2 causal step against the authors' code."""
+    steps = results.record("ct_step_time_cpu")
+    ours = steps["figures"]["summary"]
+    authors = reference.AUTHORS_CT_STEP_SECONDS
+    return ["CT-VAE stage-2 causal step (paper sizes), seconds",
+            f"{ours['causal']:.2f} ({authors['causal'] / ours['causal']:.0f}× faster)",
+            f"{authors['causal']} (authors' code)", machine_name(steps["machine"])]

@@ -1,0 +1,68 @@
+"""The VAE family's tables: the consistency autoencoders, the metric card's bounds, the
+zoo's cards and the card's cost."""
+
+from __future__ import annotations
+
+from causal_disent.report.formatting import Results, fixed, mean_std, minutes, stage_seconds, table
+
+
+def consistency_shapes3d(results: Results) -> str:
+    """INV / EQV / SCN under both normalisations, with each model's test BCE."""
+    summary = results.record("consistency_shapes3d_small")["figures"]["groups"]
+    scorings = results.record("consistency_scorings_shapes3d_small")
+    rows = []
+    for label, group in summary.items():
+        paths = [run["path"] for run in group["runs"]]
+        scored = [scorings["figures"][path] for path in paths]
+        cells = [label, str(len(paths)),
+                 mean_std([run["scores"]["test_bce"] for run in group["runs"]], 1)]
+        for key in ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean"):
+            cells.append(f"{mean_std([s['authors'][key] for s in scored])} / "
+                         f"{mean_std([s['variance'][key] for s in scored])}")
+        # Seeds trained in one stacked run share its time: count it once.
+        seconds = {run["history"].get("stacked_run", run["path"]): stage_seconds(run, "vae")
+                   for run in group["runs"]}
+        cells.append(minutes(sum(s for s in seconds.values() if s is not None)))
+        rows.append(cells)
+    return table(["model", "seeds", "test BCE", "INV off-diag., authors' / unit-free",
+                  "INV diagonal", "EQV mean", "SCN mean", "CPU minutes (all seeds)"], rows)
+
+
+def metric_card_bounds(results: Results) -> str:
+    """Every metric's headline score for the ground-truth factors (the ceiling) and a
+    random projection of them (the floor) on dsprites_synth."""
+    from causal_disent.evaluation.card import headline_scores
+    from causal_disent.evaluation.card_summary import COLUMN_TITLES
+
+    cards = {model: results.record(f"metric_card_{model}_dsprites_synth")["figures"]
+             for model in ("identity", "random")}
+    scores = {model: headline_scores(card["representations"][model])
+              for model, card in cards.items()}
+    columns = list(scores["identity"])
+    rows = [[f"{model} ({title})"] + [fixed(scores[model][column]) for column in columns]
+            for model, title in (("identity", "ceiling"), ("random", "floor"))]
+    return table(["representation"] + [COLUMN_TITLES.get(c, c) for c in columns], rows)
+
+
+# The metric card's cost --------------------------------------------------------------
+
+CARD_TIME_ROWS = {  # record: row title
+    "metric_card_time_identity_dsprites_synth": "identity, dsprites_synth",
+    "metric_card_time_random_dsprites_synth": "random projection, dsprites_synth",
+    "metric_card_time_conv_dsprites_synth": "conv encoder (10 codes), dsprites_synth",
+}
+CARD_TIME_COLUMNS = ("mig", "sap", "dci", "betavae", "factorvae", "modularity_explicitness",
+                     "unsupervised")
+
+
+def metric_card_time(results: Results) -> str:
+    """Seconds of a full card at the reference 10 000 samples, per metric
+    (benchmarks/metric_card_time.py)."""
+    rows = []
+    for name, title in CARD_TIME_ROWS.items():
+        figures = results.record(name)["figures"]
+        seconds, total = figures["seconds_per_metric"], figures["total_seconds"]
+        rows.append([title] + [f"{seconds[metric]:.1f}" for metric in CARD_TIME_COLUMNS]
+                    + [f"{total:.0f}"])
+    return table(["model, dataset", "MIG", "SAP", "DCI", "BetaVAE", "FactorVAE", "mod./expl.",
+                  "TC", "total"], rows)

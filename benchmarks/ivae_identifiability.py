@@ -9,6 +9,7 @@ coefficient (evaluation/metrics/mcc.py). The paper finds the iVAE's MCC well abo
 the VAE's: the sources are identifiable from (x, u), not from x alone.
 
   python benchmarks/ivae_identifiability.py [--seeds=3] [--num_layers=3] [--steps=20000] ...
+      [--record=results/NAME.json]
 
 Each seed draws its own data (sources, segments' variances, mixing) and trains both
 models from the same seed. Prints one row per model: MCC mean ± standard deviation
@@ -91,6 +92,7 @@ from causal_disent.data import nonlinear_ica  # noqa: E402
 from causal_disent.evaluation.metrics.mcc import mean_correlation_coefficient  # noqa: E402
 from causal_disent.models.ivae import VectorIVAE  # noqa: E402
 from causal_disent.objectives.ivae import vector_ivae_loss  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 
 MODELS = {"ivae": True, "vae": False}  # name -> conditional
 # The table's rows: the two models, then the true sources under a Haar-random rotation,
@@ -228,21 +230,31 @@ def summarise(trials: list[dict]) -> dict:
     return summary
 
 
-def parse_settings(argv=None) -> tuple[Settings, list[int]]:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. seeds - 1")
     defaults = Settings()
     for field in dataclasses.fields(Settings):
         parser.add_argument(f"--{field.name}", type=type(getattr(defaults, field.name)),
                             default=getattr(defaults, field.name))
-    args = parser.parse_args(argv)
+    records.add_record_flag(parser)
+    return parser.parse_args(argv)
+
+
+def settings_of(args: argparse.Namespace) -> tuple[Settings, list[int]]:
     settings = Settings(**{field.name: getattr(args, field.name)
                            for field in dataclasses.fields(Settings)})
     return settings, list(range(args.seeds))
 
 
+def parse_settings(argv=None) -> tuple[Settings, list[int]]:
+    return settings_of(parse_args(argv))
+
+
 def main(argv=None) -> None:
-    settings, seeds = parse_settings(argv)
+    args = parse_args(argv)
+    recorder = records.script_recorder(args.record)
+    settings, seeds = settings_of(args)
     trials = []
     for seed in seeds:
         trials.append(trial(seed, settings))
@@ -257,8 +269,10 @@ def main(argv=None) -> None:
     for name, row in summary.items():
         print(f"{name:<8} {row['mcc_mean']:>9.3f} ± {row['mcc_std']:.3f} "
               f"{row['mcc_min']:>6.3f}..{row['mcc_max']:.3f} {row['seconds_mean']:>8.1f}")
-    print(json.dumps({"settings": dataclasses.asdict(settings), "seeds": seeds,
-                      "summary": summary, "trials": trials}))
+    figures = {"settings": dataclasses.asdict(settings), "seeds": seeds,
+               "summary": summary, "trials": trials}
+    print(json.dumps(figures))
+    records.write_or_exit(recorder, figures)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,15 @@ behaviour leaves every line of the output the same.
   ... change the code ...
   python benchmarks/tiny_run_fingerprints.py > after.txt && diff before.txt after.txt
 
+  python benchmarks/tiny_run_fingerprints.py --tree=/tmp/old_checkout   # another tree's code
+
 Each run is a fresh process (`python -m causal_disent.main --config=C:tiny`) in a
-temporary workdir. Wall-clock figures (any key naming seconds, minutes or a rate per
-second) are left out of the results hash; every other number is hashed exactly
-(its repr). Parameters are read from each stage's latest Orbax checkpoint and hashed
+temporary workdir, started in the tree whose code it fingerprints (this checkout, or
+--tree: a checkout of another commit, e.g. a `git worktree`), so that tree's
+`causal_disent` and configs are the ones imported. `--record` keeps the fingerprints,
+and the tree's commit, as a record in results/. Wall-clock figures (any key naming
+seconds, minutes or a rate per second) are left out of the results hash; every other
+number is hashed exactly (its repr). Parameters are read from each stage's latest Orbax checkpoint and hashed
 leaf by leaf, in path order, by their bytes.
 """
 
@@ -29,6 +34,9 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from causal_disent.runs import records  # noqa: E402
+
 VOLATILE_KEY = re.compile(r"second|minute|duration|elapsed")
 
 
@@ -73,31 +81,60 @@ def _flatten(tree, prefix: str = "") -> dict:
     return {prefix: tree}
 
 
-def fingerprint(config_path: Path) -> list[str]:
+def fingerprint(config_path: Path, tree: Path) -> dict:
+    """{"results": hash, "params": {stage: "step:hash"}} of one config's `:tiny` run
+    with `tree`'s code, or {"failed": its last error line}."""
     with tempfile.TemporaryDirectory() as workdir:
         command = [sys.executable, "-m", "causal_disent.main",
                    f"--config={config_path}:tiny", f"--workdir={workdir}"]
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+        # `python -m` puts the working directory first on sys.path: the tree's package.
+        done = subprocess.run(command, cwd=tree, capture_output=True, text=True,
                               env={**os.environ, "JAX_PLATFORMS": "cpu"})
         if done.returncode:
-            return [f"{config_path.stem} FAILED: {done.stderr.strip().splitlines()[-1:]}"]
+            return {"failed": (done.stderr.strip().splitlines() or ["no output"])[-1]}
         results = json.loads((Path(workdir) / "results.json").read_text())
-        lines = [f"{config_path.stem} results {results_hash(results)}"]
-        for stage_dir in sorted((Path(workdir) / "checkpoints").iterdir()):
-            lines.append(f"{config_path.stem} {stage_dir.name} params {params_hash(stage_dir)}")
-        return lines
+        return {"results": results_hash(results),
+                "params": {stage_dir.name: params_hash(stage_dir)
+                           for stage_dir in sorted((Path(workdir) / "checkpoints").iterdir())}}
+
+
+def lines(name: str, prints: dict) -> list[str]:
+    if "failed" in prints:
+        return [f"{name} FAILED: {prints['failed']}"]
+    return [f"{name} results {prints['results']}"] + [
+        f"{name} {stage} params {value}" for stage, value in prints["params"].items()]
+
+
+def tree_commit(tree: Path) -> str | None:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True,
+                          text=True)
+    return done.stdout.strip() or None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", default="", help="comma-separated config files "
-                        "(default: every configs/*.py)")
+    parser.add_argument("--configs", default="", help="comma-separated config names or "
+                        "files, e.g. betavae_dsprites_synth (default: every configs/*.py)")
+    parser.add_argument("--tree", default=str(ROOT), help="the checkout whose code and "
+                        "configs run (default: this one)")
+    records.add_record_flag(parser)
     args = parser.parse_args()
-    paths = ([Path(p) for p in args.configs.split(",")] if args.configs
-             else sorted((ROOT / "configs").glob("*.py")))
-    for path in paths:
-        for line in fingerprint(path.resolve()):
+    tree = Path(args.tree).resolve()
+    if not (tree / "causal_disent" / "main.py").is_file():
+        sys.exit(f"error: --tree={args.tree} is not a causal_disent checkout (no "
+                 f"causal_disent/main.py); give a checkout, e.g. from `git worktree add`")
+    recorder = records.script_recorder(args.record)
+    names = ([Path(name).stem for name in args.configs.split(",")] if args.configs
+             else sorted(path.stem for path in (tree / "configs").glob("*.py")))
+    missing = [name for name in names if not (tree / "configs" / f"{name}.py").is_file()]
+    if missing:
+        sys.exit(f"error: {tree}/configs has no {', '.join(missing)}; name configs/*.py files")
+    found = {}
+    for name in names:
+        found[name] = fingerprint(tree / "configs" / f"{name}.py", tree)
+        for line in lines(name, found[name]):
             print(line, flush=True)
+    records.write_or_exit(recorder, {"tree_commit": tree_commit(tree), "configs": found})
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The VAE family's tables: the consistency autoencoders, the metric card's bounds, the
-zoo's cards and the card's cost."""
+"""The VAE family's tables: the consistency autoencoders, the metric card's bounds and
+its cost, and the iVAE's identifiability."""
 
 from __future__ import annotations
 
@@ -66,3 +66,20 @@ def metric_card_time(results: Results) -> str:
                     + [f"{total:.0f}"])
     return table(["model, dataset", "MIG", "SAP", "DCI", "BetaVAE", "FactorVAE", "mod./expl.",
                   "TC", "total"], rows)
+
+
+# iVAE identifiability -----------------------------------------------------------------
+
+IVAE_ROWS = {"ivae": "iVAE (encoder q(z \\| x, u), prior p(z \\| u))",
+             "vae": "VAE (same network, q(z \\| x), prior N(0, I))",
+             "rotation": "the true sources, randomly rotated"}
+
+
+def ivae_identifiability(results: Results) -> str:
+    """MCC of encoder means against the true sources over seeds
+    (benchmarks/ivae_identifiability.py; std over the seeds, not the sample std)."""
+    summary = results.record("ivae_identifiability")["figures"]["summary"]
+    rows = [[title, f"{fixed(summary[name]['mcc_mean'])} ± {fixed(summary[name]['mcc_std'])}",
+             f"{fixed(summary[name]['mcc_min'])} – {fixed(summary[name]['mcc_max'])}"]
+            for name, title in IVAE_ROWS.items()]
+    return table(["model", "MCC (mean ± std)", "min – max"], rows)

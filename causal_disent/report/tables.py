@@ -91,6 +91,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "metric_card_bounds": vae_tables.metric_card_bounds,
     "metric_card_time": vae_tables.metric_card_time,
     "ivae_identifiability": vae_tables.ivae_identifiability,
+    "tiny_run_fingerprints": vae_tables.tiny_run_fingerprints,
     "causalvae_pendulum": causalvae_tables.causalvae_pendulum,
     "causalvae_lu_rank": causalvae_tables.causalvae_lu_rank,
     "causalvae_pc_tests": causalvae_tables.causalvae_pc_tests,

@@ -1,5 +1,6 @@
 """The VAE family's tables: the consistency autoencoders, the metric card's bounds and
-its cost, and the iVAE's identifiability."""
+its cost, the iVAE's identifiability, and the tiny-run fingerprints across the change
+to the references' defaults."""
 
 from __future__ import annotations
 
@@ -83,3 +84,35 @@ def ivae_identifiability(results: Results) -> str:
              f"{fixed(summary[name]['mcc_min'])} – {fixed(summary[name]['mcc_max'])}"]
             for name, title in IVAE_ROWS.items()]
     return table(["model", "MCC (mean ± std)", "min – max"], rows)
+
+
+# Tiny-run fingerprints across the reference defaults -------------------------------
+
+# The commit before the references' defaults, the commit that made them, and a later
+# one: benchmarks/tiny_run_fingerprints.py on a checkout of each.
+FINGERPRINTS = {"b0a1f9b": "before", "842a429": "the change", "4341aca": "later"}
+
+
+def _hash_chain(hashes: list[str]) -> str:
+    """"a → same → b": each hash's last 8 digits, "same" where it equals the one before."""
+    cells = [hashes[0][-8:]]
+    cells += ["same" if new == old else f"**{new[-8:]}**" for old, new in zip(hashes, hashes[1:])]
+    return " → ".join(cells)
+
+
+def tiny_run_fingerprints(results: Results) -> str:
+    """Each config's `:tiny` results and final parameters, hashed at each commit."""
+    prints = [results.record(f"tiny_run_fingerprints_{commit}")["figures"]["configs"]
+              for commit in FINGERPRINTS]
+    rows = []
+    for config in prints[0]:
+        runs = [found[config] for found in prints]
+        failed = [run["failed"] for run in runs if "failed" in run]
+        if failed:
+            rows.append([config, f"failed: {failed[0]}", ""])
+            continue
+        stages = "; ".join(f"{stage} {_hash_chain([run['params'][stage] for run in runs])}"
+                           for stage in runs[0]["params"])
+        rows.append([config, _hash_chain([run["results"] for run in runs]), stages])
+    span = " → ".join(f"{title} ({commit})" for commit, title in FINGERPRINTS.items())
+    return table(["config `:tiny`", f"results hash: {span}", "final parameters' hash"], rows)

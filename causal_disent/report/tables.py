@@ -55,6 +55,29 @@ def loop_overhead_gpu(results: Results) -> str:
                        skip=("ct",))
 
 
+def loop_overhead_cpu(results: Results) -> str:
+    """Whole loop against the bare step on 2 CPU cores, one step a call and four."""
+    one, four = (results.record(f"loop_overhead_cpu_k{k}")["figures"] for k in (1, 4))
+    return _loop_table(one, four, "k = 1: loop / bare steps/s (ratio)",
+                       "k = 4: loop / bare steps/s (ratio)")
+
+
+LOOP_PARTS = ("data", "step call", "rows", "saves", "rest")
+
+
+def loop_overhead_parts(results: Results) -> str:
+    """Where the loop's time goes, ms per step, for each measured machine and k."""
+    folder = results.directory / "gpu_2026-11-26_h200_loop_overhead"
+    gpu = json.loads((folder / "k10_device_data.txt").read_text().strip().splitlines()[-1])
+    measured = [(f"1 {gpu['device']}, k = {gpu['steps_per_call']}, device data", gpu)] + [
+        (f"2 CPU cores, k = {k}", results.record(f"loop_overhead_cpu_k{k}")["figures"])
+        for k in (1, 4)]
+    rows = [[title, LOOP_CASES.get(case, case), f"{figures['bare_ms_per_step']:.1f}",
+             *(f"{figures['ms_per_step'][part]:.2f}" for part in LOOP_PARTS)]
+            for title, record in measured for case, figures in record["cases"].items()]
+    return table(["machine, steps a call", "case", "bare step", *LOOP_PARTS], rows)
+
+
 def records_index(results: Results) -> str:
     """Every record in results/: what wrote it, where and when."""
     rows = []
@@ -98,6 +121,8 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "causalvae_pc_result": causalvae_tables.causalvae_pc_result,
     "records_index": records_index,
     "loop_overhead_gpu": loop_overhead_gpu,
+    "loop_overhead_cpu": loop_overhead_cpu,
+    "loop_overhead_parts": loop_overhead_parts,
 }
 
 

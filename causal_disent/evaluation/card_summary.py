@@ -64,8 +64,9 @@ COLUMN_TITLES = {
 
 
 def parse_group(argument: str) -> tuple[str, list[str]]:
-    """"LABEL=P1,P2" -> (LABEL, [P1, P2]); "P1,P2" -> ("P1,P2", [P1, P2])."""
-    label, separator, paths = argument.partition("=")
+    """"LABEL=P1,P2" -> (LABEL, [P1, P2]); "P1,P2" -> ("P1,P2", [P1, P2]). The paths
+    follow the last "=", so a label may name a setting: "β-VAE (β = 4)=W"."""
+    label, separator, paths = argument.rpartition("=")
     if not separator:
         label, paths = argument, argument
     paths = [path.strip() for path in paths.split(",") if path.strip()]

@@ -113,6 +113,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "consistency_shapes3d": vae_tables.consistency_shapes3d,
     "metric_card_bounds": vae_tables.metric_card_bounds,
     "metric_card_time": vae_tables.metric_card_time,
+    "zoo_dsprites_synth_small": lambda results: vae_tables.zoo_small(results, "dsprites_synth"),
     "ivae_identifiability": vae_tables.ivae_identifiability,
     "tiny_run_fingerprints": vae_tables.tiny_run_fingerprints,
     "causalvae_pendulum": causalvae_tables.causalvae_pendulum,

@@ -1,5 +1,5 @@
-"""The VAE family's tables: the consistency autoencoders, the metric card's bounds and
-its cost, the iVAE's identifiability, and the tiny-run fingerprints across the change
+"""The VAE family's tables: the consistency autoencoders, the zoo's cards, the metric
+card's bounds and its cost, the iVAE's identifiability, and the tiny-run fingerprints across the change
 to the references' defaults."""
 
 from __future__ import annotations
@@ -43,6 +43,49 @@ def metric_card_bounds(results: Results) -> str:
     rows = [[f"{model} ({title})"] + [fixed(scores[model][column]) for column in columns]
             for model, title in (("identity", "ceiling"), ("random", "floor"))]
     return table(["representation"] + [COLUMN_TITLES.get(c, c) for c in columns], rows)
+
+
+# The VAE zoo ------------------------------------------------------------------------
+
+ZOO_SCORES = ("mig.discrete_mig", "sap.sap_score",
+              ("dci.disentanglement", "dci.completeness", "dci.informativeness_test"),
+              "betavae.eval_accuracy", "factorvae.eval_accuracy",
+              "modularity_explicitness.modularity_score")
+
+
+def _zoo_cell(summary: dict, columns) -> str:
+    """mean ± sample std of one score (or "a / b / c" of several) over a group's seeds."""
+    if isinstance(columns, tuple):
+        return " / ".join(_zoo_cell(summary, column) for column in columns)
+    mean, spread, count = summary[columns]
+    return fixed(mean) if count == 1 else f"{fixed(mean)} ± {fixed(spread)}"
+
+
+def _zoo_bounds(results: Results, dataset: str) -> list[list[str]]:
+    """The card's ceiling and floor rows (the ground-truth factors, a random projection)."""
+    from causal_disent.evaluation.card import headline_scores
+
+    rows = []
+    for model, title in (("identity", "ceiling"), ("random", "floor")):
+        scores = headline_scores(results.record(f"metric_card_{model}_{dataset}")["figures"]
+                                 ["representations"][model])
+        summary = {column: (value, 0.0, 1) for column, value in scores.items()}
+        rows.append([f"{model} ({title})", "–"]
+                    + [_zoo_cell(summary, columns) for columns in ZOO_SCORES] + ["–"])
+    return rows
+
+
+def zoo_small(results: Results, dataset: str) -> str:
+    """The VAE family's `:small` cards on `dataset`: a row per model, mean ± sample std
+    over the seeds of one stacked run. No minutes: these runs shared the cores with
+    other work, two models at a time."""
+    rows = _zoo_bounds(results, dataset)
+    for label, group in results.record(f"zoo_{dataset}_small")["figures"]["groups"].items():
+        summary, runs = group["summary"], group["runs"]
+        rows.append([label, str(len(runs))] + [_zoo_cell(summary, c) for c in ZOO_SCORES]
+                    + [mean_std([run["scores"]["test_bce"] for run in runs], 1)])
+    return table(["model", "seeds", "MIG", "SAP", "DCI dis. / compl. / inform.", "BetaVAE",
+                  "FactorVAE", "modularity", "test BCE"], rows)
 
 
 # The metric card's cost --------------------------------------------------------------

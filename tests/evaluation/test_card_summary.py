@@ -117,6 +117,7 @@ def test_stages_without_a_card_give_their_headline_scalars(tmp_path):
 def test_group_arguments():
     assert card_summary.parse_group("beta-VAE=a, b") == ("beta-VAE", ["a", "b"])
     assert card_summary.parse_group("a,b") == ("a,b", ["a", "b"])
+    assert card_summary.parse_group("β-VAE (β = 4)=w1,w2") == ("β-VAE (β = 4)", ["w1", "w2"])
     with pytest.raises(ValueError, match="names no run"):
         card_summary.parse_group("label=")
 

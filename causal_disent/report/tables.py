@@ -69,9 +69,10 @@ def loop_overhead_parts(results: Results) -> str:
     """Where the loop's time goes, ms per step, for each measured machine and k."""
     folder = results.directory / "gpu_2026-11-26_h200_loop_overhead"
     gpu = json.loads((folder / "k10_device_data.txt").read_text().strip().splitlines()[-1])
+    cpu = [results.record(f"loop_overhead_cpu_k{k}") for k in (1, 4)]
     measured = [(f"1 {gpu['device']}, k = {gpu['steps_per_call']}, device data", gpu)] + [
-        (f"2 CPU cores, k = {k}", results.record(f"loop_overhead_cpu_k{k}")["figures"])
-        for k in (1, 4)]
+        (f"{machine_name(record['machine'])}, k = {record['figures']['steps_per_call']}",
+         record["figures"]) for record in cpu]
     rows = [[title, LOOP_CASES.get(case, case), f"{figures['bare_ms_per_step']:.1f}",
              *(f"{figures['ms_per_step'][part]:.2f}" for part in LOOP_PARTS)]
             for title, record in measured for case, figures in record["cases"].items()]

@@ -29,19 +29,28 @@ def consistency_shapes3d(results: Results) -> str:
                   "INV diagonal", "EQV mean", "SCN mean", "CPU minutes (all seeds)"], rows)
 
 
+CARD_BOUNDS = (("identity", "ceiling"), ("random", "floor"))
+
+
+def _card_bounds(results: Results, dataset: str) -> list[tuple[str, dict[str, float]]]:
+    """("identity (ceiling)", headline scores), then the random projection's (the
+    floor): the cards of the ground-truth factors and of a random projection of them."""
+    from causal_disent.evaluation.card import headline_scores
+
+    return [(f"{model} ({title})",
+             headline_scores(results.record(f"metric_card_{model}_{dataset}")["figures"]
+                             ["representations"][model]))
+            for model, title in CARD_BOUNDS]
+
+
 def metric_card_bounds(results: Results) -> str:
     """Every metric's headline score for the ground-truth factors (the ceiling) and a
     random projection of them (the floor) on dsprites_synth."""
-    from causal_disent.evaluation.card import headline_scores
     from causal_disent.evaluation.card_summary import COLUMN_TITLES
 
-    cards = {model: results.record(f"metric_card_{model}_dsprites_synth")["figures"]
-             for model in ("identity", "random")}
-    scores = {model: headline_scores(card["representations"][model])
-              for model, card in cards.items()}
-    columns = list(scores["identity"])
-    rows = [[f"{model} ({title})"] + [fixed(scores[model][column]) for column in columns]
-            for model, title in (("identity", "ceiling"), ("random", "floor"))]
+    bounds = _card_bounds(results, "dsprites_synth")
+    columns = list(bounds[0][1])
+    rows = [[label] + [fixed(scores[column]) for column in columns] for label, scores in bounds]
     return table(["representation"] + [COLUMN_TITLES.get(c, c) for c in columns], rows)
 
 
@@ -62,16 +71,12 @@ def _zoo_cell(summary: dict, columns) -> str:
 
 
 def _zoo_bounds(results: Results, dataset: str) -> list[list[str]]:
-    """The card's ceiling and floor rows (the ground-truth factors, a random projection)."""
-    from causal_disent.evaluation.card import headline_scores
-
+    """The card's ceiling and floor as zoo rows."""
     rows = []
-    for model, title in (("identity", "ceiling"), ("random", "floor")):
-        scores = headline_scores(results.record(f"metric_card_{model}_{dataset}")["figures"]
-                                 ["representations"][model])
+    for label, scores in _card_bounds(results, dataset):
         summary = {column: (value, 0.0, 1) for column, value in scores.items()}
-        rows.append([f"{model} ({title})", "–"]
-                    + [_zoo_cell(summary, columns) for columns in ZOO_SCORES] + ["–"])
+        rows.append([label, "–"] + [_zoo_cell(summary, columns) for columns in ZOO_SCORES]
+                    + ["–"])
     return rows
 
 

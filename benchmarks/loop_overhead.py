@@ -61,6 +61,15 @@ On one H200 (`--steps=400`; results/gpu_2026-11-26_h200_loop_overhead/):
   betavae_s8  10, device       102.4   150.8   0.679
   mcqvae      10, host         139.1   576.3   0.241   (its table is over 4 GB)
 
+and at 990b16c (metric rows on a thread of their own), `--steps=1000`:
+
+  betavae     10, device       547.4  1120.2   0.489
+  betavae_s8  10, device       131.0   153.6   0.853
+
+The one-seed run keeps the bare step's pace between checkpoints; a stall of about
+0.7 s after the checkpoint at step 500 (both cases) sets its ratio
+(docs/accelerators.md).
+
 `--cases=ct_cache` times stage 2 on the code cache (built first: seconds on a GPU,
 about half an hour on 2 CPU cores), the path `--steps_per_call` > 1 needs.
 """

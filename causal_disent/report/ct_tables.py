@@ -1,5 +1,5 @@
 """CT-VAE's tables: the `:small` runs and seeds, the stage-2 variants tried, the graph
-ablation, the `:gpu` run brought back from a GPU, and the step times of both stages."""
+ablation, the `:gpu` runs brought back from a GPU, and the step times of both stages."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from causal_disent.report import reference
 from causal_disent.report.formatting import (Results, fixed, group_runs, machine_name,
                                              mean_std, minutes, runs_machine, stage_seconds,
                                              table)
-from causal_disent.runs import records
 
 # Shapes3D actions in the CT-VAE's order; the geometry columns are these pairs.
 GEOMETRY = {"scale": (3, 9), "shape": (4, 10), "orientation": (5, 11)}
@@ -137,29 +136,38 @@ def ct_graph_ablation(results: Results) -> str:
     return table(["graph"] + list(names.values()), rows)
 
 
-def _console_stage_seconds(folder: Path) -> dict[str, int]:
-    """Each stage's time from the summary of a run's console log brought back from a
-    GPU (lines prefixed with the machine's Unix time)."""
-    seconds = {}
-    for line in (folder / "console_log.txt").read_text().splitlines():
-        row = records.SUMMARY_ROW.match(line.split(" ", 1)[-1])
-        if row:
-            seconds[row.group(1)] = records.summary_row_seconds(row)
-    return seconds
+# The `:gpu` runs brought back from one H200: the configuration as it stands (structure
+# noise annealed to 0) and the earlier run with the paper's constant noise.
+GPU_RUN = "gpu_2026-11-26_h200_ctvae_noise0"
+GPU_RUN_CONSTANT_NOISE = "gpu_2026-11-26_h200_ctvae_40k"
+
+
+def _gpu_curve(folder: Path) -> dict[int, dict]:
+    lines = (folder / "ct.jsonl").read_text().splitlines()
+    return {point["step"]: point for point in map(json.loads, filter(str.strip, lines))}
+
+
+def _curve_cells(point: dict | None) -> list[str]:
+    if point is None:
+        return ["–", "–"]
+    return [f"{fixed(point['action_accuracy'], 2)} / {fixed(point['factor_accuracy'], 2)}",
+            f"{fixed(point['action_accuracy_draws_mean'], 2)} / "
+            f"{fixed(point['factor_accuracy_draws_mean'], 2)}"]
 
 
 def ct_gpu(results: Results) -> str:
-    """The `:gpu` run's curve and final scores (a run folder brought back from a GPU)."""
-    folder = results.run_folder("gpu_2026-11-26_h200_ctvae_40k")
-    curve = [json.loads(line) for line in (folder / "ct.jsonl").read_text().splitlines()
-             if line.strip()]
-    rows = [[str(point["step"]),
-             f"{fixed(point['action_accuracy'], 2)} / {fixed(point['factor_accuracy'], 2)}",
-             f"{fixed(point['action_accuracy_draws_mean'], 2)} / "
-             f"{fixed(point['factor_accuracy_draws_mean'], 2)}"] for point in curve]
-    ct = json.loads((folder / "results.json").read_text())["ct"]
-    rows.append([f"final, {ct['num_pairs']} pairs", f"**{_headline(ct)}**", _draws(ct)])
-    return table(["stage-2 step", "headline action / factor", "8 draws, mean"], rows)
+    """The `:gpu` runs' curves and final scores, annealed noise beside constant noise
+    (run folders brought back from a GPU)."""
+    folders = [results.run_folder(GPU_RUN), results.run_folder(GPU_RUN_CONSTANT_NOISE)]
+    curves = [_gpu_curve(folder) for folder in folders]
+    steps = sorted(set().union(*curves))
+    rows = [[str(step), *(cell for curve in curves for cell in _curve_cells(curve.get(step)))]
+            for step in steps]
+    cts = [json.loads((folder / "results.json").read_text())["ct"] for folder in folders]
+    rows.append([f"final, {cts[0]['num_pairs']} pairs",
+                 *(cell for ct in cts for cell in (f"**{_headline(ct)}**", _draws(ct)))])
+    return table(["stage-2 step", "noise annealed to 0: headline", "8 draws, mean",
+                  "constant noise: headline", "8 draws, mean"], rows)
 
 
 def ct_step_time(results: Results) -> str:
@@ -198,9 +206,10 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
     seeds = results.record("ctvae_small_seeds")
     pairs = _seed_runs(seeds)
     cts = [_ct(stage_two) for _, stage_two in pairs]
-    gpu = results.run_folder("gpu_2026-11-26_h200_ctvae_40k")
-    gpu_ct = json.loads((gpu / "results.json").read_text())["ct"]
-    gpu_name = (gpu / "gpu.txt").read_text().splitlines()[1].split(",")[0]
+    gpu = results.record("ctvae_gpu")
+    gpu_ct = gpu["figures"]["ct"]
+    # Every command that trained the workdir (a run resumed over slices has several).
+    gpu_minutes = sum(session["seconds"] for session in gpu["runs"][0]["log_sessions"]) / 60
     paper = f"{reference.CT_VAE_ACCURACY[0]:.2f} / {reference.CT_VAE_ACCURACY[1]:.2f}"
     return [
         ["CT-VAE, test action / factor accuracy, `:small`",
@@ -215,7 +224,7 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
          f"{_headline(gpu_ct)}; {fixed(gpu_ct['draws']['action_accuracy']['mean'])} / "
          f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
          paper,
-         f"1 {gpu_name}, {minutes(sum(_console_stage_seconds(gpu).values()))} min"],
+         f"{machine_name(gpu['machine'])}, {gpu_minutes:.1f} min"],
     ]
 
 

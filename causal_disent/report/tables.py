@@ -10,6 +10,7 @@ A table names its records in TABLES; `python -m causal_disent.report` renders th
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 from causal_disent.report import causalvae_tables, ct_tables, vae_tables
@@ -42,17 +43,52 @@ def _loop_table(before: dict, after: dict, before_title: str, after_title: str,
     return table(["case", before_title, after_title], rows)
 
 
-def loop_overhead_gpu(results: Results) -> str:
-    """The same on one GPU: the benchmark's own outputs brought back from the machine
-    (their last line is its JSON)."""
-    folder = results.directory / "gpu_2026-11-26_h200_loop_overhead"
+GPU_LOOP_FOLDER = "gpu_2026-11-26_h200_loop_overhead"
+# The benchmark's printed rows: case, loop/s, bare/s, ratio, then ms per step of the
+# bare step and of each part of the loop.
+_PRINTED_ROW = re.compile(r"^(\w+)" + r"\s+(-?[0-9.]+)" * 9 + r"\s*$")
+
+
+def _printed_cases(text: str) -> dict:
+    """The cases of a benchmark output whose JSON line did not come back (a command
+    stopped at its time limit after printing its rows), read from the printed rows."""
+    cases = {}
+    for line in text.splitlines():
+        row = _PRINTED_ROW.match(line)
+        if row and row.group(1) in LOOP_CASES:
+            loop, bare, ratio, bare_ms, *parts = map(float, row.groups()[1:])
+            cases[row.group(1)] = {"loop_steps_per_s": loop, "bare_steps_per_s": bare,
+                                   "ratio": ratio, "bare_ms_per_step": bare_ms,
+                                   "ms_per_step": dict(zip(LOOP_PARTS, parts))}
+    return cases
+
+
+def _gpu_loop_runs(results: Results) -> dict[str, dict]:
+    """The GPU loop measurements, the benchmark's own outputs brought back from the
+    machine: k = 1 with host data (400 steps), k = 10 with device data (400 steps,
+    then 1000 steps after the metrics writer's thread: β-VAE's printed row, the
+    8 stacked seeds' record)."""
+    folder = results.directory / GPU_LOOP_FOLDER
     last = lambda name: json.loads((folder / name).read_text().strip().splitlines()[-1])  # noqa: E731
-    return _loop_table(last("k1_host_data.txt"), last("k10_device_data.txt"),
-                       "k = 1, host data: loop / bare steps/s (ratio)",
-                       "k = 10, device data: loop / bare steps/s (ratio)",
-                       # Its k = 1 `ct` case encoded images and compiled modes inside
-                       # the timed loop (the folder's README.md): not a loop overhead.
-                       skip=("ct",))
+    stacked = results.record("loop_overhead_gpu_k10_s8")["figures"]
+    later = {**_printed_cases((folder / "k10_device_data_1000_steps.txt").read_text()),
+             **stacked["cases"]}
+    return {"k1": last("k1_host_data.txt"), "k10": last("k10_device_data.txt"),
+            "k10_1000": {**stacked, "cases": later}}
+
+
+def loop_overhead_gpu(results: Results) -> str:
+    """The same on one GPU, each column one measurement (the folder's README.md)."""
+    runs = _gpu_loop_runs(results)
+    names = dict.fromkeys(name for run in runs.values() for name in run["cases"])
+    titles = ["k = 1, host data, 400 steps (8eb25b3)", "k = 10, device data, 400 steps (21a6fec)",
+              "k = 10, device data, 1000 steps (990b16c)"]
+    rows = [[LOOP_CASES.get(name, name), *(_loop_cells(run["cases"].get(name))
+                                           for run in runs.values())]
+            # The k = 1 `ct` case encoded images and compiled modes inside the timed
+            # loop (the folder's README.md): not a loop overhead.
+            for name in names if name != "ct"]
+    return table(["case", *(f"{title}: loop / bare steps/s (ratio)" for title in titles)], rows)
 
 
 def loop_overhead_cpu(results: Results) -> str:
@@ -67,10 +103,11 @@ LOOP_PARTS = ("data", "step call", "rows", "saves", "rest")
 
 def loop_overhead_parts(results: Results) -> str:
     """Where the loop's time goes, ms per step, for each measured machine and k."""
-    folder = results.directory / "gpu_2026-11-26_h200_loop_overhead"
-    gpu = json.loads((folder / "k10_device_data.txt").read_text().strip().splitlines()[-1])
+    gpu_runs = _gpu_loop_runs(results)
     cpu = [results.record(f"loop_overhead_cpu_k{k}") for k in (1, 4)]
-    measured = [(f"1 {gpu['device']}, k = {gpu['steps_per_call']}, device data", gpu)] + [
+    measured = [(f"1 {gpu['device']}, k = {gpu['steps_per_call']}, device data, "
+                 f"{gpu['steps']} steps", gpu)
+                for gpu in (gpu_runs["k10"], gpu_runs["k10_1000"])] + [
         (f"{machine_name(record['machine'])}, k = {record['figures']['steps_per_call']}",
          record["figures"]) for record in cpu]
     rows = [[title, LOOP_CASES.get(case, case), f"{figures['bare_ms_per_step']:.1f}",

@@ -61,9 +61,20 @@ def state_is_finite(state) -> bool:
     device. Other fields may be legitimately infinite (CausalVAE's augmented
     Lagrangian starts from H_prev = +inf), so a state with `params` is checked on
     those fields only; any other pytree, whole."""
+    return bool(jax.device_get(_all_finite(_checked_fields(state))))
+
+
+def compile_state_check(state) -> None:
+    """Runs the check of `state_is_finite` once and drops its answer, so that its
+    compilation (about half a second) falls where the loop's own compilation ends,
+    not into the first checkpoint's save; the loop acts on the check before saves."""
+    jax.block_until_ready(_all_finite(_checked_fields(state)))
+
+
+def _checked_fields(state):
     if hasattr(state, "params"):
-        state = {name: getattr(state, name) for name in _TRAINED_FIELDS if hasattr(state, name)}
-    return bool(jax.device_get(_all_finite(state)))
+        return {name: getattr(state, name) for name in _TRAINED_FIELDS if hasattr(state, name)}
+    return state
 
 
 _TRAINED_FIELDS = ("params", "opt_state", "batch_stats")

@@ -135,6 +135,7 @@ def fit(
             step += k  # the step the state is at now
             if step == first_step + k:
                 jax.block_until_ready(state)  # compilation ends here; rates start now
+                finite_guard.compile_state_check(state)  # the saves' check, too
                 progress.start_timing(step)
                 interrupts.step_finished()
             if step % log_every_steps == 0 or step == last_step:

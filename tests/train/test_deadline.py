@@ -12,7 +12,7 @@ import pytest
 
 from causal_disent.runs import checkpoint
 from causal_disent.runs.results import append_curve_point, curve_path, read_curve
-from causal_disent.train import deadline, loop, mcqvae_stage, reporting, stages
+from causal_disent.train import deadline, finite_guard, loop, mcqvae_stage, reporting, stages
 from causal_disent.train.deadline import Deadline, TimeBudgetExhausted
 from tests.helpers import tiny_config as tiny_two_stage_config
 from tests.train.test_training import final_params
@@ -161,6 +161,25 @@ def test_the_last_step_never_pauses(tmp_path):
     # Expired by the time step 7 (the last) is done: the stage finishes instead.
     state = fake_fit(tmp_path, events, deadline=Deadline(7.5, clock=minute_per_call_clock()))
     assert int(state) == 7 and events[-1] == ("save", 7, 7)
+
+
+def test_the_saves_state_check_compiles_before_the_rates_start(tmp_path, monkeypatch):
+    """The finite check before each save compiles with the first call, so the first
+    checkpoint does not stall a run for its compilation (0.7 s on a GPU)."""
+    compiled = finite_guard._all_finite._cache_size
+    before = compiled()
+    when_rates_start = []
+    start_timing = reporting.Progress.start_timing
+    monkeypatch.setattr(reporting.Progress, "start_timing", lambda progress, step: (
+        when_rates_start.append(compiled()), start_timing(progress, step))[-1])
+    events = []
+    loop.fit(stage="fake", state=jnp.zeros((), jnp.float16),  # a type no other test checks
+             step_fn=lambda state, batch, step: (state + 1, {}),
+             local_batches=itertools.repeat({}), first_step=0, last_step=6,
+             global_batch_size=1, checkpoints=FakeCheckpoints(events, every=2),
+             writer=reporting.MetricsWriter(tmp_path), log_every_steps=2)
+    assert when_rates_start == [before + 1] and compiled() == before + 1
+    assert {event[1] for event in events} == {2, 4, 6}  # the saves it checked first
 
 
 # Curve files ---------------------------------------------------------------------------

@@ -13,10 +13,14 @@ def _names(figures: dict) -> list[str]:
     return [name.replace("_", " ") for name in figures["label_names"]]
 
 
-def _edge_list(graph: list[list[int]], names: list[str]) -> str:
-    """A DAG as "cause → effect" pairs (graph[i][j] = 1 means i → j)."""
-    return ", ".join(f"{names[i]} → {names[j]}" for i, row in enumerate(graph)
-                     for j, edge in enumerate(row) if edge) or "no edge"
+def _edge_list(graph: list[list[int]], names: list[str],
+               strengths: list[list[float]] | None = None) -> str:
+    """A DAG as "cause → effect" pairs (graph[i][j] = 1 means i → j), each with its
+    learned strength when `strengths` (the weighted adjacency) is given."""
+    return ", ".join(f"{names[i]} → {names[j]}"
+                     + ("" if strengths is None else f" ({strengths[i][j]:.2f})")
+                     for i, row in enumerate(graph) for j, edge in enumerate(row)
+                     if edge) or "no edge"
 
 
 def _whole_run_minutes(record: dict) -> float:
@@ -31,11 +35,12 @@ def causalvae_pendulum(results: Results) -> str:
     causal = record["figures"]["causalvae"]
     paper = reference.CAUSALVAE_PENDULUM_MIC_TIC
     return table(
-        ["data, decoder", "MIC / TIC (paper)", "learned graph", "SHD", "in the true class",
-         "test BCE", "minutes"],
+        ["data, decoder", "MIC / TIC (paper)", "learned graph (edge strength)", "SHD",
+         "in the true class", "test BCE", "minutes"],
         [["Pendulum, per concept (default), seed 0",
           f"{causal['mic']:.1f} / {causal['tic']:.1f} ({paper[0]} / {paper[1]})",
-          _edge_list(causal["learned_graph"], _names(causal)), str(causal["shd"]),
+          _edge_list(causal["learned_graph"], _names(causal), causal["learned_adjacency"]),
+          str(causal["shd"]),
           "yes" if causal["in_true_equivalence_class"] else "no",
           f"{causal['test_bce']:.0f}", f"{_whole_run_minutes(record):.0f}"]])
 

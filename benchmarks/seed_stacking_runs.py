@@ -7,6 +7,8 @@ sequential run with seed k (train/seed_stacking.py), up to float rounding.
 
   python benchmarks/seed_stacking_runs.py                    # S = 8, β-VAE :small
   python benchmarks/seed_stacking_runs.py --seeds=8 --config=configs/factorvae_dsprites_synth.py:small
+  python benchmarks/seed_stacking_runs.py --config.vae.train.steps_per_call=10 \
+      --config.vae.train.device_data=on           # every run with these settings
 
 benchmarks/seed_stacking.py times the compiled step alone; this one answers what a
 user waits for. Workdirs go under --root (a fresh temporary folder by default).
@@ -61,30 +63,43 @@ def test_nll(run_dir: Path) -> float:
     return json.loads((run_dir / "results.json").read_text())["vae"]["test_nll"]
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+    """The script's flags, and the `--config.X=V` overrides given to every run (e.g.
+    `--config.vae.train.steps_per_call=10 --config.vae.train.device_data=on`)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/betavae_dsprites_synth.py:small")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--root", default="", help="folder for the workdirs (default: a new temporary one)")
     records.add_record_flag(parser)
-    args = parser.parse_args()
+    args, rest = parser.parse_known_args(argv)
+    unknown = [flag for flag in rest if not flag.startswith("--config.")]
+    if unknown:
+        sys.exit(f"error: unrecognised arguments {' '.join(unknown)}; give a run's "
+                 f"settings as --config.X=V")
+    return args, rest
+
+
+def main() -> None:
+    args, overrides = parse_args()
     recorder = records.script_recorder(args.record)
     root = Path(args.root or tempfile.mkdtemp(prefix="seed_stacking_runs_"))
 
-    sequential = [timed_run(args.config, root / f"seed_{k}", [f"--config.seed={k}"])
+    sequential = [timed_run(args.config, root / f"seed_{k}", [f"--config.seed={k}", *overrides])
                   for k in range(args.seeds)]
-    stacked = timed_run(args.config, root / "stacked", [f"--config.num_seeds={args.seeds}"])
+    stacked = timed_run(args.config, root / "stacked",
+                        [f"--config.num_seeds={args.seeds}", *overrides])
     sequential_nll = [test_nll(root / f"seed_{k}") for k in range(args.seeds)]
     stacked_nll = [test_nll(seed_workdir(root / "stacked", k)) for k in range(args.seeds)]
 
-    print(f"{args.config}, S = {args.seeds}, workdirs in {root}")
+    print(f"{args.config} {' '.join(overrides)}, S = {args.seeds}, workdirs in {root}")
     print("sequential runs (s): " + " ".join(f"{s:.1f}" for s in sequential))
     print(f"{args.seeds} sequential runs {sum(sequential):.0f} s, one stacked run {stacked:.0f} s: "
           f"{sum(sequential) / stacked:.2f}x less wall time")
     print("test NLL per seed, sequential / stacked:")
     for k, (a, b) in enumerate(zip(sequential_nll, stacked_nll)):
         print(f"  seed {k}: {a:.2f} / {b:.2f}")
-    figures = {"config": args.config, "seeds": args.seeds, "sequential_s": sequential,
+    figures = {"config": args.config, "overrides": overrides, "seeds": args.seeds,
+               "sequential_s": sequential,
                "stacked_s": stacked, "speedup": sum(sequential) / stacked,
                "sequential_test_nll": sequential_nll, "stacked_test_nll": stacked_nll}
     print(json.dumps(figures))

@@ -39,11 +39,11 @@ PROVENANCE_FILE = "provenance.jsonl"  # one line per command run on a workdir
 _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 _LOG_DEVICES = re.compile(r"workdir .*; (\d+ \w+ devices? on \d+ hosts?)")
 # A stage's row of the summary the run prints at its end: "  ct   ...   13m04s".
-SUMMARY_ROW = re.compile(r"^  (\w+)  .*\s(?:(\d+)h)?(?:(\d+)m)?(\d\d?)s$")
+_SUMMARY_ROW = re.compile(r"^  (\w+)  .*\s(?:(\d+)h)?(?:(\d+)m)?(\d\d?)s$")
 
 
-def summary_row_seconds(row: re.Match) -> int:
-    """A SUMMARY_ROW match's stage time in seconds ("1h14m02s", "20m58s", "3s")."""
+def _summary_row_seconds(row: re.Match) -> int:
+    """A _SUMMARY_ROW match's stage time in seconds ("1h14m02s", "20m58s", "3s")."""
     hours, minutes, seconds = (int(row.group(k) or 0) for k in (2, 3, 4))
     return 3600 * hours + 60 * minutes + seconds
 
@@ -170,8 +170,8 @@ def log_sessions(log_text: str) -> list[dict]:
                              "devices": devices.group(1), "stage_seconds": {}})
         elif stamp and sessions:
             sessions[-1]["ended"] = stamp.group(1) + " UTC"
-        elif sessions and (row := SUMMARY_ROW.match(line)):
-            sessions[-1]["stage_seconds"][row.group(1)] = summary_row_seconds(row)
+        elif sessions and (row := _SUMMARY_ROW.match(line)):
+            sessions[-1]["stage_seconds"][row.group(1)] = _summary_row_seconds(row)
     for session in sessions:
         session["ended"] = session["ended"] or session["started"]
         session["seconds"] = _seconds_between(session["started"][:19], session["ended"][:19])

@@ -1,6 +1,7 @@
 """The README and docs/ say what the records in results/ say: every generated table
 equals its rendering, an edited figure is caught, and the README stays a front page."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -53,6 +54,23 @@ def test_a_changed_record_or_a_missing_one_fails_the_check(copy_of_the_docs):
     assert any("table headline" in entry and "ct_step_time_cpu.json is missing" in entry
                for entry in found)
     assert report.main([f"--root={copy_of_the_docs}"]) == 1
+
+
+def test_the_zoo_table_adds_the_models_of_later_records_and_refuses_a_repeated_one(
+        copy_of_the_docs):
+    results = copy_of_the_docs / "results"
+    first = json.loads((results / "zoo_dsprites_synth_small.json").read_text())
+    [label, *_] = first["figures"]["groups"]
+    later = dict(first, figures={"groups": {"Later VAE": first["figures"]["groups"][label]}})
+    (results / "zoo_dsprites_synth_small_later.json").write_text(json.dumps(later))
+    rendered = tables.render("zoo_dsprites_synth_small", tables.Results(results))
+    assert rendered.splitlines()[-1].startswith("| Later VAE | 3 |")
+    (results / "zoo_dsprites_synth_small_again.json").write_text(json.dumps(first))
+    found = report.differences(copy_of_the_docs, results)
+    assert any(entry.startswith("docs/baselines.md: table zoo_dsprites_synth_small: ")
+               and "zoo_dsprites_synth_small_again.json summarises " in entry
+               and label in entry.split(" again;")[0]
+               for entry in found), found
 
 
 def test_the_records_hold_command_commit_machine_date_and_figures():

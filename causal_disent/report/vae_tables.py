@@ -5,6 +5,7 @@ to the references' defaults."""
 from __future__ import annotations
 
 from causal_disent.report.formatting import Results, fixed, mean_std, minutes, stage_seconds, table
+from causal_disent.runs.records import RecordError
 
 
 def consistency_shapes3d(results: Results) -> str:
@@ -80,12 +81,28 @@ def _zoo_bounds(results: Results, dataset: str) -> list[list[str]]:
     return rows
 
 
+def _zoo_groups(results: Results, dataset: str) -> dict[str, dict]:
+    """The summarised models on `dataset`: the groups of zoo_<dataset>_small.json, then
+    those of zoo_<dataset>_small_<name>.json (a later summary of models whose runs
+    finished on another machine, where the first record's workdirs no longer were)."""
+    name = f"zoo_{dataset}_small"
+    groups = dict(results.record(name)["figures"]["groups"])
+    for path in sorted(results.directory.glob(f"{name}_*.json")):
+        more = results.record(path.stem)["figures"]["groups"]
+        repeated = sorted(set(groups) & set(more))
+        if repeated:
+            raise RecordError(f"{path.name} summarises {', '.join(repeated)} again; "
+                              f"keep one record per model")
+        groups.update(more)
+    return groups
+
+
 def zoo_small(results: Results, dataset: str) -> str:
     """The VAE family's `:small` cards on `dataset`: a row per model, mean ± sample std
     over the seeds of one stacked run. No minutes: these runs shared the cores with
     other work, two models at a time."""
     rows = _zoo_bounds(results, dataset)
-    for label, group in results.record(f"zoo_{dataset}_small")["figures"]["groups"].items():
+    for label, group in _zoo_groups(results, dataset).items():
         summary, runs = group["summary"], group["runs"]
         rows.append([label, str(len(runs))] + [_zoo_cell(summary, c) for c in ZOO_SCORES]
                     + [mean_std([run["scores"]["test_bce"] for run in runs], 1)])

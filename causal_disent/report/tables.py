@@ -35,11 +35,10 @@ def _loop_cells(case: dict | None) -> str:
             f"(**{case['ratio']:.2f}**)")
 
 
-def _loop_table(before: dict, after: dict, before_title: str, after_title: str,
-                skip: tuple[str, ...] = ()) -> str:
+def _loop_table(before: dict, after: dict, before_title: str, after_title: str) -> str:
     rows = [[LOOP_CASES.get(name, name), _loop_cells(before["cases"].get(name)),
              _loop_cells(after["cases"].get(name))]
-            for name in dict.fromkeys([*before["cases"], *after["cases"]]) if name not in skip]
+            for name in dict.fromkeys([*before["cases"], *after["cases"]])]
     return table(["case", before_title, after_title], rows)
 
 

@@ -115,6 +115,26 @@ def loop_overhead_parts(results: Results) -> str:
     return table(["machine, steps a call", "case", "bare step", *LOOP_PARTS], rows)
 
 
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def data_throughput(results: Results) -> str:
+    """The input pipeline against what the `:small` train steps consume
+    (benchmarks/data_throughput.py): renders per second, and each pipeline's rate with
+    its headroom over the step's consumption."""
+    figures = results.record("data_throughput_cpu")["figures"]
+    rows = [[name, f"{row['images_per_s_batch64']:,}", f"{row['images_per_s_batch1024']:,}",
+             f"{row['pairs_per_s']:,}",
+             f"{row['stage1_pipeline_images_per_s']:,} ({row['stage1_headroom']}×)",
+             _count(row["grain_stage1_pipeline_images_per_s"]),
+             f"{row['stage2_pipeline_pairs_per_s']:,} ({row['stage2_headroom']}×)"]
+            for name, row in figures.items() if name != "environment"]
+    return table(["dataset", "images/s, batch 64", "batch 1024", "pairs/s",
+                  "stage-1 pipeline, images/s (headroom)", "the same with grain (– not installed)",
+                  "stage-2 pipeline, pairs/s (headroom)"], rows)
+
+
 def records_index(results: Results) -> str:
     """Every record in results/: what wrote it, where and when."""
     rows = []
@@ -158,6 +178,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "causalvae_pc_tests": causalvae_tables.causalvae_pc_tests,
     "causalvae_pc_result": causalvae_tables.causalvae_pc_result,
     "records_index": records_index,
+    "data_throughput": data_throughput,
     "loop_overhead_gpu": loop_overhead_gpu,
     "loop_overhead_cpu": loop_overhead_cpu,
     "loop_overhead_parts": loop_overhead_parts,

@@ -3,11 +3,13 @@ layer (Sønderby et al., "Ladder Variational Autoencoders", NeurIPS 2016, §2.3)
 shows as a KL near 0 nats.
 
   python benchmarks/ladder_layer_kl.py W [W ...] [--num_images=2048]
+      [--record=results/NAME.json]
 
 Each W is a finished LadderVAE run (for a many-seed run, one of W/seeds/seed_k);
 the KL is the loss's own per-layer term (objectives/ladder_vae.py) with the warm-up
 done, averaged over the first --num_images test images. Prints one JSON line per run:
-{"workdir", "kl_per_layer" (nats, bottom layer first)}.
+{"workdir", "seed", "kl_per_layer" (nats, bottom layer first)}; --record keeps them
+all, with each run's history, for `python -m causal_disent.report`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np  # noqa: E402
 from causal_disent.data import registry, splits  # noqa: E402
 from causal_disent.evaluation.trained_runs import load_config  # noqa: E402
 from causal_disent.objectives.ladder_vae import ladder_vae_loss  # noqa: E402
+from causal_disent.runs import records  # noqa: E402
 from causal_disent.runs import vae as vae_run  # noqa: E402
 from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
 
@@ -53,10 +56,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdirs", nargs="+", type=Path)
     parser.add_argument("--num_images", type=int, default=2048)
+    records.add_record_flag(parser)
     args = parser.parse_args()
+    recorder = records.script_recorder(args.record)
+    runs = []
     for workdir in args.workdirs:
-        print(json.dumps({"workdir": str(workdir),
-                          "kl_per_layer": layer_kl(workdir.absolute(), args.num_images)}))
+        runs.append({"workdir": str(workdir), "seed": int(load_config(workdir.absolute()).seed),
+                     "kl_per_layer": layer_kl(workdir.absolute(), args.num_images)})
+        print(json.dumps(runs[-1]))
+    records.write_or_exit(recorder, {"num_images": args.num_images, "runs": runs},
+                          runs=[records.workdir_history(workdir) for workdir in args.workdirs])
 
 
 if __name__ == "__main__":

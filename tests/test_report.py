@@ -73,6 +73,19 @@ def test_the_zoo_table_adds_the_models_of_later_records_and_refuses_a_repeated_o
                for entry in found), found
 
 
+def test_later_zoo_records_follow_the_studys_order_not_the_alphabet(copy_of_the_docs):
+    results = copy_of_the_docs / "results"
+    first = json.loads((results / "zoo_dsprites_synth_small.json").read_text())
+    [label, *_] = first["figures"]["groups"]
+    for suffix in ("annealedvae", "betatcvae"):
+        group = first["figures"]["groups"][label]
+        record = dict(first, figures={"groups": {f"{suffix} test": group}})
+        (results / f"zoo_dsprites_synth_small_{suffix}.json").write_text(json.dumps(record))
+    rendered = tables.render("zoo_dsprites_synth_small", tables.Results(results))
+    models = [line.split(" | ")[0][2:] for line in rendered.splitlines()]
+    assert models.index("betatcvae test") < models.index("annealedvae test")
+
+
 def test_the_records_hold_command_commit_machine_date_and_figures():
     found = records.read_all(REPO_ROOT / "results")  # raises on a record lacking one
     assert len(found) >= 10

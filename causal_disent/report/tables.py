@@ -131,8 +131,8 @@ def data_throughput(results: Results) -> str:
              f"{row['stage2_pipeline_pairs_per_s']:,} ({row['stage2_headroom']}×)"]
             for name, row in figures.items() if name != "environment"]
     return table(["dataset", "images/s, batch 64", "batch 1024", "pairs/s",
-                  "stage-1 pipeline, images/s (headroom)", "the same with grain (– not installed)",
-                  "stage-2 pipeline, pairs/s (headroom)"], rows)
+                  "stage-1 pipeline, images/s (headroom)",
+                  "the same with grain (– not installed)", "stage-2 pipeline, pairs/s (headroom)"], rows)
 
 
 def records_index(results: Results) -> str:
@@ -172,6 +172,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "metric_card_time": vae_tables.metric_card_time,
     "zoo_dsprites_synth_small": lambda results: vae_tables.zoo_small(results, "dsprites_synth"),
     "ivae_identifiability": vae_tables.ivae_identifiability,
+    "ladder_layer_kl": vae_tables.ladder_layer_kl,
     "tiny_run_fingerprints": vae_tables.tiny_run_fingerprints,
     "causalvae_pendulum": causalvae_tables.causalvae_pendulum,
     "causalvae_lu_rank": causalvae_tables.causalvae_lu_rank,

@@ -77,8 +77,19 @@ def _zoo_bounds(results: Results, dataset: str) -> list[list[str]]:
     for label, scores in _card_bounds(results, dataset):
         summary = {column: (value, 0.0, 1) for column, value in scores.items()}
         rows.append([label, "–"] + [_zoo_cell(summary, columns) for columns in ZOO_SCORES]
-                    + ["–"])
+                    + ["–", "–"])
     return rows
+
+
+# Later records' order in the table: disentanglement_lib's study order, LadderVAE and
+# iVAE last.
+ZOO_RECORD_ORDER = ("betatcvae", "annealedvae", "dipvae1", "dipvae2", "laddervae", "ivae")
+
+
+def _zoo_record_rank(path) -> tuple[int, str]:
+    suffix = path.stem.rsplit("_", 1)[-1]
+    known = suffix in ZOO_RECORD_ORDER
+    return (ZOO_RECORD_ORDER.index(suffix) if known else len(ZOO_RECORD_ORDER)), path.stem
 
 
 def _zoo_groups(results: Results, dataset: str) -> dict[str, dict]:
@@ -87,7 +98,7 @@ def _zoo_groups(results: Results, dataset: str) -> dict[str, dict]:
     finished on another machine, where the first record's workdirs no longer were)."""
     name = f"zoo_{dataset}_small"
     groups = dict(results.record(name)["figures"]["groups"])
-    for path in sorted(results.directory.glob(f"{name}_*.json")):
+    for path in sorted(results.directory.glob(f"{name}_*.json"), key=_zoo_record_rank):
         more = results.record(path.stem)["figures"]["groups"]
         repeated = sorted(set(groups) & set(more))
         if repeated:
@@ -95,6 +106,15 @@ def _zoo_groups(results: Results, dataset: str) -> dict[str, dict]:
                               f"keep one record per model")
         groups.update(more)
     return groups
+
+
+def _zoo_test_kl(runs: list[dict]) -> str:
+    """KL to the prior on test images, mean ± sample std over seeds; "–" for the
+    LadderVAE, whose `test_kl` is the KL to N(0, I) rather than to its learnt
+    conditional prior (its per-layer KL has a table of its own)."""
+    if any(run["results"]["vae"]["objective"]["name"] == "ladder_vae" for run in runs):
+        return "–"
+    return mean_std([run["results"]["vae"]["test_kl"] for run in runs], 1)
 
 
 def zoo_small(results: Results, dataset: str) -> str:
@@ -105,9 +125,22 @@ def zoo_small(results: Results, dataset: str) -> str:
     for label, group in _zoo_groups(results, dataset).items():
         summary, runs = group["summary"], group["runs"]
         rows.append([label, str(len(runs))] + [_zoo_cell(summary, c) for c in ZOO_SCORES]
-                    + [mean_std([run["scores"]["test_bce"] for run in runs], 1)])
+                    + [mean_std([run["scores"]["test_bce"] for run in runs], 1),
+                       _zoo_test_kl(runs)])
     return table(["model", "seeds", "MIG", "SAP", "DCI dis. / compl. / inform.", "BetaVAE",
-                  "FactorVAE", "modularity", "test BCE"], rows)
+                  "FactorVAE", "modularity", "test BCE", "test KL"], rows)
+
+
+def ladder_layer_kl(results: Results) -> str:
+    """Each seed's KL to each layer's prior on test images (benchmarks/ladder_layer_kl.py):
+    a collapsed layer would show as about 0 nats."""
+    figures = results.record("ladder_layer_kl_dsprites_synth_small")["figures"]
+    runs = sorted(figures["runs"], key=lambda run: run["seed"])
+    layers = len(runs[0]["kl_per_layer"])
+    rows = [[str(run["seed"])] + [f"{kl:.1f}" for kl in run["kl_per_layer"]] for run in runs]
+    subscripts = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    return table(["seed"] + [f"KL of z{str(index + 1).translate(subscripts)}, nats"
+                             for index in range(layers)], rows)
 
 
 # The metric card's cost --------------------------------------------------------------

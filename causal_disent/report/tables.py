@@ -132,7 +132,8 @@ def data_throughput(results: Results) -> str:
             for name, row in figures.items() if name != "environment"]
     return table(["dataset", "images/s, batch 64", "batch 1024", "pairs/s",
                   "stage-1 pipeline, images/s (headroom)",
-                  "the same with grain (– not installed)", "stage-2 pipeline, pairs/s (headroom)"], rows)
+                  "the same with grain (– not installed)",
+                  "stage-2 pipeline, pairs/s (headroom)"], rows)
 
 
 def records_index(results: Results) -> str:

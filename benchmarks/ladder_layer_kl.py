@@ -35,13 +35,15 @@ from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
 BATCH = 256
 
 
-def layer_kl(workdir: Path, num_images: int) -> list[float]:
-    config = load_config(workdir)
+def layer_kl(workdir: Path, num_images: int) -> dict:
+    """{"workdir", "seed", "kl_per_layer"} of one finished run."""
+    path = workdir.absolute()
+    config = load_config(path)
     if config.vae.objective.name != "ladder_vae":
         raise SystemExit(f"{workdir} is not a LadderVAE run (its vae.objective.name is "
                          f"{config.vae.objective.name!r})")
     dataset = registry.dataset_from_config(config.data)
-    model, params = vae_run.load_trained(config, workdir, make_data_mesh(), dataset)
+    model, params = vae_run.load_trained(config, path, make_data_mesh(), dataset)
     test = splits.configured_split(dataset, config.data)["test"][:num_images]
     loss = jax.jit(lambda batch, rng: ladder_vae_loss(
         params, batch, rng, model=model, beta=1.0, warmup_steps=0, step=0)[1]["kl_per_layer"])
@@ -49,7 +51,8 @@ def layer_kl(workdir: Path, num_images: int) -> list[float]:
                                  jax.random.key(start)))
                  for start in range(0, len(test), BATCH)]
     sizes = [min(BATCH, len(test) - start) for start in range(0, len(test), BATCH)]
-    return np.average(per_batch, axis=0, weights=sizes).round(3).tolist()
+    return {"workdir": str(workdir), "seed": int(config.seed),
+            "kl_per_layer": np.average(per_batch, axis=0, weights=sizes).round(3).tolist()}
 
 
 def main() -> None:
@@ -61,8 +64,7 @@ def main() -> None:
     recorder = records.script_recorder(args.record)
     runs = []
     for workdir in args.workdirs:
-        runs.append({"workdir": str(workdir), "seed": int(load_config(workdir.absolute()).seed),
-                     "kl_per_layer": layer_kl(workdir.absolute(), args.num_images)})
+        runs.append(layer_kl(workdir, args.num_images))
         print(json.dumps(runs[-1]))
     records.write_or_exit(recorder, {"num_images": args.num_images, "runs": runs},
                           runs=[records.workdir_history(workdir) for workdir in args.workdirs])

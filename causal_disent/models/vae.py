@@ -109,7 +109,8 @@ def check_kernel_sizes(kernel_sizes: Sequence[int] | None, widths: tuple[int, ..
         raise ValueError(
             f"vae.model.encoder_kernel_sizes must give one positive whole kernel side per "
             f"encoder convolution ({len(widths)}, as vae.model.encoder_widths "
-            f"{widths}), e.g. the study's (4, 4, 2, 2); got {kernel_sizes!r}")
+            f"{widths}), e.g. the study's (4, 4, 2, 2), or {(4,) * len(widths)} for this "
+            f"project's earlier 4x4 throughout; got {kernel_sizes!r}")
 
 
 def encode_to_vector(images: jax.Array, widths: Sequence[int], hidden: int, width: int,

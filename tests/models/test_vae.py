@@ -114,6 +114,10 @@ VAE_ERRORS = [
      r"vae.model.encoder_kernel_sizes must give one positive whole kernel side per encoder "
      r"convolution \(4, .*got \(4, 4, 2\)"),
     (dict(encoder_kernel_sizes=(4, 4, 0, 2)), IMAGE_SHAPE, "encoder_kernel_sizes must give"),
+    # What ml_collections makes of --config.vae.model.encoder_kernel_sizes=None: the
+    # message spells out the 4x4 tuple to give instead.
+    (dict(encoder_kernel_sizes=(None,)), IMAGE_SHAPE,
+     r"or \(4, 4, 4, 4\) for this project's earlier 4x4 throughout; got \(None,\)"),
     (dict(weight_init="he_normal"), IMAGE_SHAPE,
      r"vae.model.weight_init must be one of \('glorot_uniform', 'lecun_normal'\), got "
      r"'he_normal'"),

@@ -149,6 +149,32 @@ def ladder_layer_kl(results: Results) -> str:
                              for index in range(layers)], rows)
 
 
+
+# AnnealedVAE, seed 0, with one of the two network choices back at its earlier value at
+# a time: which change keeps the decoder on its plateau (configs/annealedvae_*.py).
+ANNEALED_CHOICES = (
+    (None, "study kernels (4, 4, 2, 2)", "Glorot uniform"),
+    ("annealedvae_dsprites_synth_small_lecun_normal", "study kernels (4, 4, 2, 2)",
+     "LeCun normal"),
+    ("annealedvae_dsprites_synth_small_kernels4", "4×4 throughout", "Glorot uniform"),
+)
+
+
+def annealed_choices(results: Results) -> str:
+    """Seed 0's test BCE and KL with today's defaults (from the zoo's record) and with
+    either choice put back alone (a `main --record` each)."""
+    rows = []
+    for name, kernels, init in ANNEALED_CHOICES:
+        if name is None:
+            group = next(iter(results.record("zoo_dsprites_synth_small_annealedvae")
+                              ["figures"]["groups"].values()))
+            run = next(run for run in group["runs"] if run["seed"] == 0)
+            vae = run["results"]["vae"]
+        else:
+            vae = results.record(name)["figures"]["vae"]
+        rows.append([kernels, init, f"{vae['test_bce']:.1f}", f"{vae['test_kl']:.1f}"])
+    return table(["encoder kernels", "initialiser", "test BCE", "test KL"], rows)
+
 # The metric card's cost --------------------------------------------------------------
 
 CARD_TIME_ROWS = {  # record: row title

@@ -1,6 +1,6 @@
-"""The VAE family's tables: the consistency autoencoders, the zoo's cards, the metric
-card's bounds and its cost, the iVAE's identifiability, and the tiny-run fingerprints across the change
-to the references' defaults."""
+"""The VAE family's tables: the consistency autoencoders, the zoo's cards, AnnealedVAE's
+network choices, the metric card's bounds and its cost, the iVAE's identifiability, and
+the tiny-run fingerprints across the change to the references' defaults."""
 
 from __future__ import annotations
 
@@ -149,9 +149,10 @@ def ladder_layer_kl(results: Results) -> str:
                              for index in range(layers)], rows)
 
 
+# AnnealedVAE's network choices -----------------------------------------------------
 
-# AnnealedVAE, seed 0, with one of the two network choices back at its earlier value at
-# a time: which change keeps the decoder on its plateau (configs/annealedvae_*.py).
+# Seed 0 with one of the two network choices back at its earlier value at a time: which
+# change keeps the decoder on its plateau (row: record, kernels, initialiser).
 ANNEALED_CHOICES = (
     (None, "study kernels (4, 4, 2, 2)", "Glorot uniform"),
     ("annealedvae_dsprites_synth_small_lecun_normal", "study kernels (4, 4, 2, 2)",
@@ -174,6 +175,7 @@ def annealed_choices(results: Results) -> str:
             vae = results.record(name)["figures"]["vae"]
         rows.append([kernels, init, f"{vae['test_bce']:.1f}", f"{vae['test_kl']:.1f}"])
     return table(["encoder kernels", "initialiser", "test BCE", "test KL"], rows)
+
 
 # The metric card's cost --------------------------------------------------------------
 

@@ -68,7 +68,13 @@ and at 990b16c (metric rows on a thread of their own), `--steps=1000`:
 
 The one-seed run keeps the bare step's pace between checkpoints; a stall of about
 0.7 s after the checkpoint at step 500 (both cases) sets its ratio
-(docs/accelerators.md).
+(docs/accelerators.md). At 2a15770 (the saves' check compiled with the first call;
+another H200, results/gpu_2026-11-27_h200_loop_overhead/):
+
+  betavae     10, device       575.3   735.5   0.782   (--steps=2000)
+  betavae_s8  10, device       135.5   153.7   0.881   (--steps=1000)
+
+the stall now 0.16 s a save at one seed, 0.27 s at eight.
 
 `--cases=ct_cache` times stage 2 on the code cache (built first: seconds on a GPU,
 about half an hour on 2 CPU cores), the path `--steps_per_call` > 1 needs.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces CT-VAE on Shapes3D (configs/ctvae_shapes3d.py:gpu, about 7.5 minutes
+# Reproduces CT-VAE on Shapes3D (configs/ctvae_shapes3d.py:gpu, 7.5 to 10 minutes
 # of one H200) in slices of at most MAX_MINUTES (default 9) minutes each, for machines
 # that may be taken away between commands; WORKDIR must outlive them.
 #

@@ -136,10 +136,14 @@ def ct_graph_ablation(results: Results) -> str:
     return table(["graph"] + list(names.values()), rows)
 
 
-# The `:gpu` runs brought back from one H200: the configuration as it stands (structure
-# noise annealed to 0) and the earlier run with the paper's constant noise.
-GPU_RUN = "gpu_2026-11-26_h200_ctvae_noise0"
-GPU_RUN_CONSTANT_NOISE = "gpu_2026-11-26_h200_ctvae_40k"
+# The `:gpu` runs brought back from one H200, each (title, folder, record): the
+# configuration as it stands (structure noise annealed to 0), run twice by the same
+# command, and the earlier run with the paper's constant noise (no record).
+GPU_RUNS = (
+    ("noise annealed to 0, run 1 (990b16c)", "gpu_2026-11-26_h200_ctvae_noise0", "ctvae_gpu"),
+    ("run 2 (2a15770)", "gpu_2026-11-27_h200_ctvae_head", "ctvae_gpu_2a15770"),
+    ("constant noise (a24a903)", "gpu_2026-11-26_h200_ctvae_40k", None),
+)
 
 
 def _gpu_curve(folder: Path) -> dict[int, dict]:
@@ -156,9 +160,9 @@ def _curve_cells(point: dict | None) -> list[str]:
 
 
 def ct_gpu(results: Results) -> str:
-    """The `:gpu` runs' curves and final scores, annealed noise beside constant noise
-    (run folders brought back from a GPU)."""
-    folders = [results.run_folder(GPU_RUN), results.run_folder(GPU_RUN_CONSTANT_NOISE)]
+    """The `:gpu` runs' curves and final scores side by side (run folders brought
+    back from a GPU)."""
+    folders = [results.run_folder(folder) for _, folder, _ in GPU_RUNS]
     curves = [_gpu_curve(folder) for folder in folders]
     steps = sorted(set().union(*curves))
     rows = [[str(step), *(cell for curve in curves for cell in _curve_cells(curve.get(step)))]
@@ -166,8 +170,9 @@ def ct_gpu(results: Results) -> str:
     cts = [json.loads((folder / "results.json").read_text())["ct"] for folder in folders]
     rows.append([f"final, {cts[0]['num_pairs']} pairs",
                  *(cell for ct in cts for cell in (f"**{_headline(ct)}**", _draws(ct)))])
-    return table(["stage-2 step", "noise annealed to 0: headline", "8 draws, mean",
-                  "constant noise: headline", "8 draws, mean"], rows)
+    headers = [cell for title, _, _ in GPU_RUNS for cell in (f"{title}: headline",
+                                                              "8 draws, mean")]
+    return table(["stage-2 step", *headers], rows)
 
 
 def ct_step_time(results: Results) -> str:
@@ -206,10 +211,10 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
     seeds = results.record("ctvae_small_seeds")
     pairs = _seed_runs(seeds)
     cts = [_ct(stage_two) for _, stage_two in pairs]
-    gpu = results.record("ctvae_gpu")
-    gpu_ct = gpu["figures"]["ct"]
-    # Every command that trained the workdir (a run resumed over slices has several).
-    gpu_minutes = sum(session["seconds"] for session in gpu["runs"][0]["log_sessions"]) / 60
+    gpus = [results.record(record) for _, _, record in GPU_RUNS if record]
+    # Every command that trained a workdir (a run resumed over slices has several).
+    gpu_minutes = [sum(session["seconds"] for session in gpu["runs"][0]["log_sessions"]) / 60
+                   for gpu in gpus]
     paper = f"{reference.CT_VAE_ACCURACY[0]:.2f} / {reference.CT_VAE_ACCURACY[1]:.2f}"
     return [
         ["CT-VAE, test action / factor accuracy, `:small`",
@@ -220,12 +225,19 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
          f"{minutes(results.record('ctvae_small_run_seed0')['wall_seconds'])} min on idle "
          f"cores, {min(map(_seed_minutes, pairs)):.0f}–{max(map(_seed_minutes, pairs)):.0f} "
          f"min a seed, cores partly shared"],
-        ["CT-VAE, the same, `:gpu` (paper sizes): headline; 8 draws",
-         f"{_headline(gpu_ct)}; {fixed(gpu_ct['draws']['action_accuracy']['mean'])} / "
-         f"{fixed(gpu_ct['draws']['factor_accuracy']['mean'])}",
+        ["CT-VAE, the same, `:gpu` (paper sizes), two runs of one command: headline; "
+         "8 draws",
+         " and ".join(_headline_and_draws(gpu["figures"]["ct"]) for gpu in gpus),
          paper,
-         f"{machine_name(gpu['machine'])}, {gpu_minutes:.1f} min"],
+         f"{machine_name(gpus[0]['machine'])}, "
+         f"{' and '.join(f'{m:.1f}' for m in gpu_minutes)} min"],
     ]
+
+
+def _headline_and_draws(ct: dict) -> str:
+    draws = ct["draws"]
+    return (f"{_headline(ct)}; {fixed(draws['action_accuracy']['mean'])} / "
+            f"{fixed(draws['factor_accuracy']['mean'])}")
 
 
 def headline_step_row(results: Results) -> list[str]:

@@ -66,22 +66,28 @@ def _gpu_loop_runs(results: Results) -> dict[str, dict]:
     """The GPU loop measurements, the benchmark's own outputs brought back from the
     machine: k = 1 with host data (400 steps), k = 10 with device data (400 steps,
     then 1000 steps after the metrics writer's thread: β-VAE's printed row, the
-    8 stacked seeds' record)."""
+    8 stacked seeds' record; then one record a case after the saves' check compiled
+    with the first call)."""
     folder = results.directory / GPU_LOOP_FOLDER
     last = lambda name: json.loads((folder / name).read_text().strip().splitlines()[-1])  # noqa: E731
     stacked = results.record("loop_overhead_gpu_k10_s8")["figures"]
     later = {**_printed_cases((folder / "k10_device_data_1000_steps.txt").read_text()),
              **stacked["cases"]}
+    one, eight = (results.record(f"loop_overhead_gpu_k10_s{s}_2a15770")["figures"]
+                  for s in (1, 8))
+    latest = {**one, "steps": f"{one['steps']} / {eight['steps']}",
+              "cases": {**one["cases"], **eight["cases"]}}
     return {"k1": last("k1_host_data.txt"), "k10": last("k10_device_data.txt"),
-            "k10_1000": {**stacked, "cases": later}}
+            "k10_1000": {**stacked, "cases": later}, "k10_2a15770": latest}
 
 
 def loop_overhead_gpu(results: Results) -> str:
-    """The same on one GPU, each column one measurement (the folder's README.md)."""
+    """The same on one GPU, each column one measurement (the folders' README.md)."""
     runs = _gpu_loop_runs(results)
     names = dict.fromkeys(name for run in runs.values() for name in run["cases"])
     titles = ["k = 1, host data, 400 steps (8eb25b3)", "k = 10, device data, 400 steps (21a6fec)",
-              "k = 10, device data, 1000 steps (990b16c)"]
+              "k = 10, device data, 1000 steps (990b16c)",
+              "k = 10, device data, 2000 / 1000 steps (2a15770)"]
     rows = [[LOOP_CASES.get(name, name), *(_loop_cells(run["cases"].get(name))
                                            for run in runs.values())]
             # The k = 1 `ct` case encoded images and compiled modes inside the timed
@@ -106,7 +112,7 @@ def loop_overhead_parts(results: Results) -> str:
     cpu = [results.record(f"loop_overhead_cpu_k{k}") for k in (1, 4)]
     measured = [(f"1 {gpu['device']}, k = {gpu['steps_per_call']}, device data, "
                  f"{gpu['steps']} steps", gpu)
-                for gpu in (gpu_runs["k10"], gpu_runs["k10_1000"])] + [
+                for gpu in (gpu_runs["k10"], gpu_runs["k10_1000"], gpu_runs["k10_2a15770"])] + [
         (f"{machine_name(record['machine'])}, k = {record['figures']['steps_per_call']}",
          record["figures"]) for record in cpu]
     rows = [[title, LOOP_CASES.get(case, case), f"{figures['bare_ms_per_step']:.1f}",
@@ -145,7 +151,8 @@ def records_index(results: Results) -> str:
                                                         (record["commit"] or "") else ""),
                      machine_name(record["machine"]), record["date"],
                      minutes(record["wall_seconds"])])
-    return table(["record", "command", "commit", "machine", "date", "minutes"], rows)
+    return table(["record", "command", "commit", "machine", "date", "the command's minutes"],
+                 rows)
 
 
 # The front page ------------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""CausalVAE's tables: the `:small` run against the paper, and where the true graph
-ranks under the paper's label loss and under the PC algorithm."""
+"""CausalVAE's tables: the `:small` runs against the paper (each decoder, ConditionVAE)
+and their do() images against the simulator's counterfactuals, and where the
+true graph ranks under the paper's label loss and under the PC algorithm."""
 
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 from causal_disent.report import reference
 from causal_disent.report.formatting import Results, machine_name, table
@@ -23,26 +25,86 @@ def _edge_list(graph: list[list[int]], names: list[str],
                      if edge) or "no edge"
 
 
+GRAPH_DATASETS = {"pendulum": "Pendulum", "flow": "Flow"}
+
+
 def _whole_run_minutes(record: dict) -> float:
     """A main --record's training time: its workdir's commands, summed."""
     [run] = record["runs"]
     return sum(session["seconds"] for session in run.get("log_sessions", [])) / 60
 
 
+class SmallRun(NamedTuple):
+    """One `main --record` of configs/causalvae_<dataset>.py:small at seed 0."""
+    record: str
+    dataset: str
+    model: str  # as the tables name it
+    flag: str = ""  # the override that made it, if any
+
+
+SMALL_RUNS = (
+    SmallRun("causalvae_pendulum_small", "pendulum", "per concept (default)"),
+    SmallRun("causalvae_pendulum_small_joint", "pendulum", "joint",
+             "--config.causalvae.model.decoder=joint"),
+    SmallRun("causalvae_pendulum_small_condition_vae", "pendulum", "ConditionVAE",
+             "--config.causalvae.model.variant=condition_vae"),
+)
+
+
+def _paper_mic_tic(run: SmallRun, variant: str) -> str:
+    """The paper's Table 1 entry, where it has one: its CausalVAE decodes per concept,
+    so the joint decoder has none."""
+    paper = reference.CAUSALVAE_TABLE1_MIC_TIC.get((run.dataset, variant))
+    if paper is None or run.model == "joint":
+        return ""
+    return f" ({paper[0]} / {paper[1]})"
+
+
 def causalvae_pendulum(results: Results) -> str:
-    """CausalVAE `:small` on Pendulum: MIC / TIC against the paper, the learned graph."""
-    record = results.record("causalvae_pendulum_small")
-    causal = record["figures"]["causalvae"]
-    paper = reference.CAUSALVAE_PENDULUM_MIC_TIC
-    return table(
-        ["data, decoder", "MIC / TIC (paper)", "learned graph (edge strength)", "SHD",
-         "in the true class", "test BCE", "minutes"],
-        [["Pendulum, per concept (default), seed 0",
-          f"{causal['mic']:.1f} / {causal['tic']:.1f} ({paper[0]} / {paper[1]})",
-          _edge_list(causal["learned_graph"], _names(causal), causal["learned_adjacency"]),
-          str(causal["shd"]),
-          "yes" if causal["in_true_equivalence_class"] else "no",
-          f"{causal['test_bce']:.0f}", f"{_whole_run_minutes(record):.0f}"]])
+    """CausalVAE `:small` against the paper: MIC / TIC and the learned graph, per
+    decoder and for ConditionVAE (seed 0 each)."""
+    rows = []
+    for run in SMALL_RUNS:
+        record = results.record(run.record)
+        causal = record["figures"]["causalvae"]
+        has_graph = causal["variant"] != "condition_vae"
+        rows.append([
+            f"{GRAPH_DATASETS[run.dataset]}, {run.model}"
+            + (f" (`{run.flag}`)" if run.flag else ""),
+            f"{causal['mic']:.1f} / {causal['tic']:.1f}"
+            + _paper_mic_tic(run, causal["variant"]),
+            _edge_list(causal["learned_graph"], _names(causal), causal["learned_adjacency"])
+            if has_graph else "none (no causal layer)",
+            str(causal["shd"]) if has_graph else "–",
+            ("yes" if causal["in_true_equivalence_class"] else "no") if has_graph else "–",
+            f"{causal['test_bce']:.0f}", f"{_whole_run_minutes(record):.0f}"])
+    return table(["data, model (seed 0)", "MIC / TIC (paper)",
+                  "learned graph (edge strength)", "SHD", "in the true class", "test BCE",
+                  "minutes"], rows)
+
+
+def _per_mille(scores: dict, key: str) -> str:
+    """A region's MSE ×1000 of the do() image, and of the no-op reconstruction."""
+    return (f"{1000 * scores['model'][key]:.1f} "
+            f"({1000 * scores['model_reconstruction'][key]:.1f})")
+
+
+def causalvae_counterfactuals(results: Results) -> str:
+    """Each `:small` run's do() images against the simulator's true counterfactuals
+    (the run's own scores, `counterfactual` in its results), per concept and model."""
+    rows = []
+    for dataset in dict.fromkeys(run.dataset for run in SMALL_RUNS):
+        runs = [(run.model, results.record(run.record)["figures"]["causalvae"]["counterfactual"])
+                for run in SMALL_RUNS if run.dataset == dataset]
+        for concept, first in runs[0][1]["concepts"].items():
+            role = "cause" if first["descendants"] else "effect"
+            for i, (model, counterfactual) in enumerate(runs):
+                scores = counterfactual["concepts"][concept]
+                rows.append([f"{GRAPH_DATASETS[dataset]}: {concept.replace('_', ' ')} ({role})"
+                             if i == 0 else "", model, _per_mille(scores, "mse"),
+                             _per_mille(scores, "mse_changed"), _per_mille(scores, "mse_kept")])
+    return table(["do(concept)", "model", "whole (no-op)", "changed pixels (no-op)",
+                  "kept pixels (no-op)"], rows)
 
 
 def headline_row(results: Results) -> list[str]:
@@ -54,9 +116,6 @@ def headline_row(results: Results) -> list[str]:
             f"{causal['mic']:.1f} / {causal['tic']:.1f}, SHD {causal['shd']} (seed 0)",
             f"{paper[0]} / {paper[1]}, no SHD reported",
             f"{machine_name(record['machine'])}, {_whole_run_minutes(record):.0f} min"]
-
-
-GRAPH_DATASETS = {"pendulum": "Pendulum", "flow": "Flow"}
 
 
 def _graph_records(results: Results) -> list[tuple[str, dict]]:

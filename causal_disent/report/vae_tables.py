@@ -1,6 +1,7 @@
 """The VAE family's tables: the consistency autoencoders, the zoo's cards, AnnealedVAE's
-network choices, the metric card's bounds and its cost, the iVAE's identifiability, and
-the tiny-run fingerprints across the change to the references' defaults."""
+network choices, the metric card's bounds and its cost, the iVAE's identifiability,
+many seeds in one compiled step, and the tiny-run fingerprints across the change to
+the references' defaults."""
 
 from __future__ import annotations
 
@@ -223,6 +224,27 @@ def ivae_identifiability(results: Results) -> str:
 # The commit before the references' defaults, the commit that made them, and a later
 # one: benchmarks/tiny_run_fingerprints.py on a checkout of each.
 FINGERPRINTS = {"b0a1f9b": "before", "842a429": "the change", "4341aca": "later"}
+
+
+SEED_STACKING_CPU = {"seed_stacking_cpu_unroll": "unroll (CPU's auto)",
+                     "seed_stacking_cpu_vmap": "vmap"}
+
+
+def seed_stacking_cpu(results: Results) -> str:
+    """benchmarks/seed_stacking.py on the CPU, one record per execution: the step at
+    S = 1 and S = seeds, and the runs' wall time it projects, compile included."""
+    rows = []
+    for name, title in SEED_STACKING_CPU.items():
+        figures = results.record(name)["figures"]
+        sequential, stacked = figures["sequential_s"], figures["stacked_s"]
+        gain = (f"{sequential / stacked:.2f}× less wall time" if sequential >= stacked
+                else f"{stacked / sequential:.1f}× more")
+        rows.append([title, f"{1e3 * figures['single']['step_s']:.0f} ms",
+                     f"{1e3 * figures['stacked']['step_s']:.0f} ms",
+                     f"{sequential:.0f} s / {stacked:.0f} s: {gain}"])
+    seeds = results.record(next(iter(SEED_STACKING_CPU)))["figures"]["seeds"]
+    return table(["execution", "per step, S = 1", f"per step, S = {seeds}",
+                  f"{seeds} seeds: sequential / stacked"], rows)
 
 
 def _hash_chain(hashes: list[str]) -> str:

@@ -14,11 +14,11 @@ sequential = S · (compile₁ + run_steps · step₁), stacked = compile_S + run
 step_S, and their ratio. Data rendering is left out (the input pipeline renders in a
 background thread); so is the end-of-run evaluation, the same work either way.
 
-Measured on the 2-core CPU (β-VAE :small, S = 8, --steps=5 and 3):
-  unroll (auto on CPU)  S = 1 254 ms/step, S = 8 1407 ms/step: 4096 s sequential
-                        against 2826 s stacked, 1.45x less wall time
-  vmap                  S = 1 238 ms/step, S = 8 7200 ms/step: 3.7x more wall time
-                        (XLA:CPU runs the vmapped convolutions as grouped ones)
+On the 2-core CPU (β-VAE :small, S = 8): unrolling gains a little, vmap loses
+several times over (XLA:CPU runs the vmapped convolutions as grouped ones); the
+figures are the records results/seed_stacking_cpu_{unroll,vmap}.json
+(--execution=unroll --steps=5, --execution=vmap --steps=3), rendered in
+docs/baselines.md.
 
 Measured on one H100 (jax 0.11.2; β-VAE :small, S = 8, --steps=20):
   vmap (auto on GPU)    S = 1 1.5 ms/step, S = 8 8.7 ms/step: 70 s sequential

@@ -235,6 +235,7 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
 
 
 def _headline_and_draws(ct: dict) -> str:
+    """"headline; mean action / factor accuracy over the draws" of one run's stage 2."""
     draws = ct["draws"]
     return (f"{_headline(ct)}; {fixed(draws['action_accuracy']['mean'])} / "
             f"{fixed(draws['factor_accuracy']['mean'])}")

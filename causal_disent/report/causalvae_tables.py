@@ -8,7 +8,7 @@ import json
 from typing import NamedTuple
 
 from causal_disent.report import reference
-from causal_disent.report.formatting import Results, machine_name, table
+from causal_disent.report.formatting import Results, machine_name, table, whole_run_minutes
 
 
 def _names(figures: dict) -> list[str]:
@@ -26,12 +26,6 @@ def _edge_list(graph: list[list[int]], names: list[str],
 
 
 GRAPH_DATASETS = {"pendulum": "Pendulum", "flow": "Flow"}
-
-
-def _whole_run_minutes(record: dict) -> float:
-    """A main --record's training time: its workdir's commands, summed."""
-    [run] = record["runs"]
-    return sum(session["seconds"] for session in run.get("log_sessions", [])) / 60
 
 
 class SmallRun(NamedTuple):
@@ -77,7 +71,7 @@ def causalvae_pendulum(results: Results) -> str:
             if has_graph else "none (no causal layer)",
             str(causal["shd"]) if has_graph else "–",
             ("yes" if causal["in_true_equivalence_class"] else "no") if has_graph else "–",
-            f"{causal['test_bce']:.0f}", f"{_whole_run_minutes(record):.0f}"])
+            f"{causal['test_bce']:.0f}", f"{whole_run_minutes(record):.0f}"])
     return table(["data, model (seed 0)", "MIC / TIC (paper)",
                   "learned graph (edge strength)", "SHD", "in the true class", "test BCE",
                   "minutes"], rows)
@@ -115,7 +109,7 @@ def headline_row(results: Results) -> list[str]:
     return ["CausalVAE on Pendulum, MIC / TIC (%), SHD to the true DAG, `:small`",
             f"{causal['mic']:.1f} / {causal['tic']:.1f}, SHD {causal['shd']} (seed 0)",
             f"{paper[0]} / {paper[1]}, no SHD reported",
-            f"{machine_name(record['machine'])}, {_whole_run_minutes(record):.0f} min"]
+            f"{machine_name(record['machine'])}, {whole_run_minutes(record):.0f} min"]
 
 
 def _graph_records(results: Results) -> list[tuple[str, dict]]:

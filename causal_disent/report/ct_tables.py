@@ -9,7 +9,7 @@ from pathlib import Path
 from causal_disent.report import reference
 from causal_disent.report.formatting import (Results, fixed, group_runs, machine_name,
                                              mean_std, minutes, runs_machine, stage_seconds,
-                                             table)
+                                             table, whole_run_minutes)
 
 # Shapes3D actions in the CT-VAE's order; the geometry columns are these pairs.
 GEOMETRY = {"scale": (3, 9), "shape": (4, 10), "orientation": (5, 11)}
@@ -212,9 +212,7 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
     pairs = _seed_runs(seeds)
     cts = [_ct(stage_two) for _, stage_two in pairs]
     gpus = [results.record(record) for _, _, record in GPU_RUNS if record]
-    # Every command that trained a workdir (a run resumed over slices has several).
-    gpu_minutes = [sum(session["seconds"] for session in gpu["runs"][0]["log_sessions"]) / 60
-                   for gpu in gpus]
+    gpu_minutes = [whole_run_minutes(gpu) for gpu in gpus]
     paper = f"{reference.CT_VAE_ACCURACY[0]:.2f} / {reference.CT_VAE_ACCURACY[1]:.2f}"
     return [
         ["CT-VAE, test action / factor accuracy, `:small`",

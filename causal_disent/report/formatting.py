@@ -83,5 +83,12 @@ def stage_seconds(run: dict, stage: str) -> float | None:
     return None
 
 
+def whole_run_minutes(record: dict) -> float:
+    """A `main --record`'s training time: every command that trained its workdir (a
+    run resumed over slices has several), summed."""
+    [run] = record["runs"]
+    return sum(session["seconds"] for session in run.get("log_sessions", [])) / 60
+
+
 def group_runs(record: dict) -> dict[str, list[dict]]:
     return {label: group["runs"] for label, group in record["figures"]["groups"].items()}

@@ -73,9 +73,10 @@ _watchdog_running = False
 def _handle(signal_number: int, frame) -> None:
     global _pending
     if _deferring and _step_done and _pending is None:
+        # No logging here: the handler runs between two bytecodes of the main thread,
+        # which may be inside a write to stderr, and a reentrant write fails ("---
+        # Logging error ---"). The watchdog thread announces it; the loop logs the stop.
         _pending = signal_number
-        logging.warning("%s received: saving a checkpoint after the current step "
-                        "(send it again to stop at once)", signal.Signals(signal_number).name)
         return
     if _watchdog_running:
         return  # the watchdog, woken by the same signal, ends the process
@@ -163,7 +164,11 @@ def _watch(read_end: int, message: Callable[[Interrupted], str]) -> None:
                 window, signals_in_window = _window, 0
             signals_in_window += 1
             if signals_in_window == 1:
-                continue  # the loop saves the step in flight, then stops
+                # The loop saves the step in flight, then stops. Logging from this
+                # thread is safe: the handler's lock makes it wait for the main thread's.
+                logging.warning("%s received: saving a checkpoint after the current step "
+                                "(send it again to stop at once)", signal.Signals(number).name)
+                continue
         stopped = Interrupted(number)
         exit_now(stopped.exit_status, message(stopped))
 

@@ -1,5 +1,6 @@
 """The generic training loop shared by every stage."""
 
+import signal
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -147,7 +148,8 @@ def fit(
             if step % check_every == 0 or step == last_step:
                 signal_number = interrupts.requested(on_every_host=several_hosts)
                 if signal_number is not None:
-                    logging.warning("[%s] stopping at step %d on a signal", stage, step)
+                    logging.warning("[%s] %s received: saving step %d and stopping", stage,
+                                    signal.Signals(signal_number).name, step)
                     stop(state, step, pending)
                     raise interrupts.Interrupted(signal_number, stage, step)
             if (step < last_step and step % check_every == 0

@@ -16,6 +16,13 @@ program at once could read each other's partial entry. For the same reason tests
 that start several processes at once or kill one mid-run keep them off the worker's
 cache (tests/train/test_multiprocess.py, tests/test_bad_input.py,
 tests/train/test_faults.py); tests/crash_resume.py gives its runs a cache of their own.
+
+The tests also compile with JAX's `jax_disable_most_optimizations` (XLA's backend
+optimisation level 0, LLVM's expensive passes off), which the command-line runs
+inherit: the programs are tiny and run for a few steps, so LLVM's optimisation was
+most of their cost (tests/models/test_transition_gnn.py: 55 s of CPU instead of 85).
+It changes how fast the code runs, not what it computes; the benchmarks, which time
+and fingerprint the code as users run it, leave it off.
 """
 
 import atexit
@@ -35,6 +42,7 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # before anything imports jax
     atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker: its own folder in the session's
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(
         os.environ["JAX_COMPILATION_CACHE_DIR"], os.environ["PYTEST_XDIST_WORKER"])

@@ -39,6 +39,7 @@ def first_layer_only(params):
     return {name: value for name, value in params.items() if name != "gat_layer_1"}
 
 
+@jax.jit  # one program instead of a few eager ones per leaf
 def perturbed(params):
     """Add a fixed element-dependent offset, so that no two heads are alike (the
     biases start at zero) and a mix-up of heads or edges shows."""
@@ -52,11 +53,13 @@ def inputs():
 
 @pytest.fixture(scope="module")
 def params(inputs):
-    return make_model().init(jax.random.key(0), **inputs)["params"]
+    # Jitted, like every model call below: executed eagerly, each of the GNN's
+    # operations compiled a program of its own, most of this file's time.
+    return jax.jit(make_model().init)(jax.random.key(0), **inputs)["params"]
 
 
 def test_output_shape_and_parameter_layout(inputs, params):
-    logits = make_model().apply({"params": params}, **inputs)
+    logits = jax.jit(make_model().apply)({"params": params}, **inputs)
     assert logits.shape == (BATCH, NODES, CODES)
     assert set(params) == {"action_embedding", "gat_layer_0", "gat_layer_1", "readout"}
     assert params["action_embedding"]["embedding"].shape == (ACTIONS + 1, FEATURES)
@@ -137,7 +140,7 @@ def test_matches_loop_reference(inputs, params, backend):
     noise_node = np.linspace(-1, 1, BATCH * FEATURES).reshape(BATCH, FEATURES)
     model = make_model(backend, num_layers=1)
     params = perturbed(first_layer_only(params))
-    logits = model.apply(
+    logits = jax.jit(model.apply)(
         {"params": params}, **inputs, noise_node=jnp.asarray(noise_node, jnp.float32)
     )
     expected = reference_one_layer_logits(params, inputs, noise_node)
@@ -145,25 +148,25 @@ def test_matches_loop_reference(inputs, params, backend):
 
 
 def test_action_changes_masked_and_unmasked_nodes(inputs, params):
-    model = make_model()
+    apply = jax.jit(make_model().apply)
     mask = jnp.asarray([[1, 0, 0, 0, 0]] * BATCH, jnp.float32)
-    first = model.apply({"params": params}, **{**inputs, "mask": mask, "action": jnp.array([0, 0])})
-    second = model.apply({"params": params}, **{**inputs, "mask": mask, "action": jnp.array([1, 1])})
+    first = apply({"params": params}, **{**inputs, "mask": mask, "action": jnp.array([0, 0])})
+    second = apply({"params": params}, **{**inputs, "mask": mask, "action": jnp.array([1, 1])})
     difference = np.abs(np.asarray(first - second)).max(axis=-1)  # [B, N]
     assert (difference[:, 0] > 1e-4).all()  # mask 1: other heads and action node
     assert (difference[:, 1:] > 1e-4).all()  # mask 0: the action node still sends
 
 
 def test_non_parent_has_no_effect_and_parent_does(inputs, params):
-    model = make_model(num_layers=1)
+    apply = jax.jit(make_model(num_layers=1).apply)
     adjacency = jnp.zeros((BATCH, NODES, NODES)).at[:, 0, 1].set(1.0)  # 1 -> 0 only
     inputs = {**inputs, "adjacency": adjacency, "edge_weights": 0.7 * adjacency}
     params = first_layer_only(params)
-    base = model.apply({"params": params}, **inputs)
+    base = apply({"params": params}, **inputs)
 
     def node0_change(sender):
         features = inputs["node_features"].at[:, sender].add(3.0)
-        perturbed = model.apply({"params": params}, **{**inputs, "node_features": features})
+        perturbed = apply({"params": params}, **{**inputs, "node_features": features})
         return np.abs(np.asarray(perturbed - base)[:, 0]).max()
 
     assert node0_change(sender=2) == 0.0
@@ -172,7 +175,7 @@ def test_non_parent_has_no_effect_and_parent_does(inputs, params):
 
 @pytest.mark.parametrize("backend", ["dense", "jraph"])
 def test_mask_selects_between_action_and_no_action_heads(inputs, params, backend):
-    model = make_model(backend)
+    apply = jax.jit(make_model(backend).apply)
 
     def with_action_heads_replaced(params):
         # Every head but ∅ (the last) gets other values.
@@ -186,8 +189,8 @@ def test_mask_selects_between_action_and_no_action_heads(inputs, params, backend
     changed = with_action_heads_replaced(params)
     for mask_value, should_change in ((0.0, False), (1.0, True)):
         masked = {**inputs, "mask": jnp.full((BATCH, NODES), mask_value)}
-        original = model.apply({"params": params}, **masked)
-        replaced = model.apply({"params": changed}, **masked)
+        original = apply({"params": params}, **masked)
+        replaced = apply({"params": changed}, **masked)
         difference = np.abs(np.asarray(original - replaced)).max()
         assert (difference > 1e-4) == should_change, (mask_value, difference)
 
@@ -255,15 +258,16 @@ def test_grouped_action_layout_computes_the_same_function(root_weight):
     }
     model = TransitionGNN(num_codes=CODES, num_actions=ACTIONS, hidden=HIDDEN, num_layers=2,
                           backend="dense", root_weight=root_weight)
-    params = perturbed(model.init(jax.random.key(0), **inputs)["params"])
+    params = perturbed(jax.jit(model.init)(jax.random.key(0), **inputs)["params"])
 
     def loss(params, features, action_groups):
         logits = model.apply({"params": params}, **{**inputs, "node_features": features},
                              action_groups=action_groups)
         return jnp.sum(jnp.sin(logits))
 
-    per_example = jax.value_and_grad(loss, argnums=(0, 1))(params, inputs["node_features"], 0)
-    grouped = jax.value_and_grad(loss, argnums=(0, 1))(params, inputs["node_features"], groups)
+    value_and_grad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)), static_argnums=2)
+    per_example = value_and_grad(params, inputs["node_features"], 0)
+    grouped = value_and_grad(params, inputs["node_features"], groups)
     np.testing.assert_allclose(grouped[0], per_example[0], rtol=1e-5)
     jax.tree.map(functools.partial(np.testing.assert_allclose, rtol=1e-4, atol=1e-5),
                  grouped[1], per_example[1])

@@ -41,7 +41,7 @@ setup(
     extras_require={
         # nbclient and ipykernel run the notebooks; tensorboard reads event files back;
         # pytest-xdist runs the suite on two workers.
-        "test": ["pytest>=8.0", "pytest-xdist>=3.5", "nbclient>=0.10", "nbformat>=5.10",
+        "test": ["pytest>=8.0", "pytest-xdist>=3.8", "nbclient>=0.10", "nbformat>=5.10",
                  "ipykernel>=6.29", "tensorboard>=2.16"],
         # Sprites' .mat files are MATLAB v7.3 (HDF5).
         "sprites": ["h5py>=3.9"],

@@ -57,12 +57,17 @@ def tiny():
 
 # Files that take a minute or more, longest first (from `pytest --durations`). Each
 # worker takes the next file when it is free, so these go first and the short files
-# fill in at the end, instead of one worker finishing alone on a long file.
+# fill in at the end, instead of one worker finishing alone on a long file. xdist
+# (>= 3.5) would otherwise sort the files by their number of tests, which put the
+# one-test tests/train/test_multidevice.py (1.5 minutes) last: pytest.ini keeps this
+# order with --no-loadscope-reorder (xdist >= 3.8).
 _LONG_FILES_FIRST = (
-    "train/test_multiprocess.py", "train/test_crash_resume.py", "train/test_multidevice.py",
-    "train/test_seed_stacking.py", "test_main.py", "train/test_ct_stage.py",
-    "test_bad_input.py", "train/test_faults.py", "test_notebooks.py",
-    "train/test_code_cache.py", "train/test_causalvae_stage.py", "train/test_vae_stage.py",
+    "train/test_ct_stage.py", "train/test_multiprocess.py", "test_main.py",
+    "test_notebooks.py", "train/test_crash_resume.py", "test_bad_input.py",
+    "train/test_causalvae_stage.py", "train/test_vae_stage.py", "train/test_seed_stacking.py",
+    "train/test_multidevice.py", "train/test_code_cache.py", "models/test_ct_layer.py",
+    "train/test_faults.py", "objectives/test_ct_objectives.py", "evaluation/test_card.py",
+    "discovery/test_discovery.py", "models/test_transition_gnn.py",
     "train/test_consistency_stage.py",
 )
 

@@ -165,7 +165,8 @@ def _watch(read_end: int, message: Callable[[Interrupted], str]) -> None:
             signals_in_window += 1
             if signals_in_window == 1:
                 # The loop saves the step in flight, then stops. Logging from this
-                # thread is safe: the handler's lock makes it wait for the main thread's.
+                # thread is safe: the log handler's lock makes it wait while the main
+                # thread writes.
                 logging.warning("%s received: saving a checkpoint after the current step "
                                 "(send it again to stop at once)", signal.Signals(number).name)
                 continue

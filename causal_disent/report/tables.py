@@ -184,7 +184,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "annealed_choices": vae_tables.annealed_choices,
     "tiny_run_fingerprints": vae_tables.tiny_run_fingerprints,
     "seed_stacking_cpu": vae_tables.seed_stacking_cpu,
-    "causalvae_pendulum": causalvae_tables.causalvae_pendulum,
+    "causalvae_small": causalvae_tables.causalvae_small,
     "causalvae_counterfactuals": causalvae_tables.causalvae_counterfactuals,
     "causalvae_lu_rank": causalvae_tables.causalvae_lu_rank,
     "causalvae_pc_tests": causalvae_tables.causalvae_pc_tests,

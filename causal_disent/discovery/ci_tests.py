@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 # (i, j, conditioning) -> p-value of the hypothesis X_i ⊥ X_j | X_conditioning.
 IndependenceTest = Callable[[int, int, tuple[int, ...]], float]
@@ -73,6 +72,8 @@ def knn_residuals(data: np.ndarray, target: int, conditioning: Sequence[int],
         return values - values.mean()
     if not 1 <= neighbours < num_rows:
         raise ValueError(f"neighbours must be in [1, {num_rows - 1}], got {neighbours}")
+    from scipy.spatial import cKDTree  # half a second to import: only where it is used
+
     inputs = data[:, conditioning]
     _, index = cKDTree(inputs).query(inputs, k=neighbours + 1)
     is_self = index == np.arange(num_rows)[:, None]

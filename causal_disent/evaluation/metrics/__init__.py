@@ -20,6 +20,10 @@ the whole result. Not on the card: `mic` (MIC/TIC of concepts against labels) an
 `graphs` (structural Hamming distance; acyclicity is `discovery.graphs.is_acyclic`),
 the CausalVAE paper's scores; `mcc` (mean correlation coefficient against continuous
 true sources, the iVAE paper's score on its synthetic data).
+
+sklearn and scipy.stats are imported inside the functions that use them: importing
+them takes one to two seconds, which every command line (which imports the stages,
+and so this package) would otherwise spend before it even checks its flags.
 """
 
 from causal_disent.evaluation.metrics import (

@@ -7,8 +7,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn import linear_model
-from sklearn.exceptions import ConvergenceWarning
 
 from causal_disent.data.base import FactorDataset
 from causal_disent.evaluation.metrics.common import (
@@ -64,6 +62,8 @@ def betavae_classifier_score(train_features: np.ndarray, train_labels: np.ndarra
 
     Returns {"train_accuracy", "eval_accuracy"}.
     """
+    from sklearn import linear_model  # slow to import: see metrics/__init__.py
+    from sklearn.exceptions import ConvergenceWarning
     train_features, train_labels = _check_features(train_features, train_labels, "train")
     eval_features, eval_labels = _check_features(eval_features, eval_labels, "eval")
     if len(np.unique(train_labels)) < 2:

@@ -38,7 +38,6 @@ import dataclasses
 from typing import Callable
 
 import numpy as np
-from sklearn.metrics import mutual_info_score
 
 from causal_disent.data.base import FactorDataset
 
@@ -127,6 +126,7 @@ def discretize_codes(codes: np.ndarray, num_bins: int = NUM_BINS) -> np.ndarray:
 
 def discrete_mutual_info(discrete_codes: np.ndarray, factors: np.ndarray) -> np.ndarray:
     """[D, F] mutual information (nats) between each discrete dimension and each factor."""
+    from sklearn.metrics import mutual_info_score  # slow to import: see metrics/__init__.py
     num_dims, num_factors = discrete_codes.shape[1], factors.shape[1]
     mutual_info = np.zeros((num_dims, num_factors))
     for i in range(num_dims):

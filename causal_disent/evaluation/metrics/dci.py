@@ -8,8 +8,6 @@ import os
 
 import joblib
 import numpy as np
-import scipy.stats
-from sklearn import ensemble
 
 from causal_disent.data.base import FactorDataset
 from causal_disent.evaluation.metrics.common import (
@@ -56,6 +54,7 @@ def gbt_importance_matrix(train_codes: np.ndarray, train_factors: np.ndarray,
 
 def _fit_factor_gbt(train_codes, train_factor, test_codes, test_factor, seed):
     """(importance [D], train accuracy, test accuracy) of one factor's classifier."""
+    from sklearn import ensemble  # slow to import: see metrics/__init__.py
     if len(np.unique(train_factor)) < 2:
         # Nothing to predict: no importance, and the constant guess.
         return (np.zeros(train_codes.shape[1]), 1.0,
@@ -78,6 +77,7 @@ def dci_from_importance(importance: np.ndarray) -> dict:
     1, which disentanglement_lib turns into NaN; we define those per-dimension
     (per-factor) scores as 1.
     """
+    import scipy.stats  # slow to import: see metrics/__init__.py
     importance = np.asarray(importance, np.float64)
     num_dims, num_factors = importance.shape
     weights = importance if importance.sum() > 0 else np.ones_like(importance)

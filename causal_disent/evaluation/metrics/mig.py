@@ -4,7 +4,6 @@ variational autoencoders", NeurIPS 2018), with disentanglement_lib's discretisat
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import mutual_info_score
 
 from causal_disent.data.base import FactorDataset
 from causal_disent.evaluation.metrics.common import (
@@ -22,6 +21,7 @@ from causal_disent.evaluation.metrics.common import (
 
 def discrete_entropy(factors: np.ndarray) -> np.ndarray:
     """[F] plug-in entropy (nats) of each discrete factor: mutual_info_score(f, f)."""
+    from sklearn.metrics import mutual_info_score  # slow to import: see metrics/__init__.py
     return np.array([mutual_info_score(column, column) for column in np.asarray(factors).T])
 
 

@@ -6,9 +6,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn import linear_model
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import roc_auc_score
 
 from causal_disent.data.base import FactorDataset
 from causal_disent.evaluation.metrics.common import (
@@ -56,6 +53,8 @@ def explicitness_per_factor(train_codes: np.ndarray, train_factor: np.ndarray,
     binarise against the classifier's classes. Classes absent from a set
     (all-negative column, no AUC) are left out of that set's macro average.
     """
+    from sklearn import linear_model  # slow to import: see metrics/__init__.py
+    from sklearn.exceptions import ConvergenceWarning
     values = np.unique(train_factor)
     if len(values) < 2:
         return 1.0, 1.0  # nothing to separate
@@ -68,6 +67,7 @@ def explicitness_per_factor(train_codes: np.ndarray, train_factor: np.ndarray,
 
 
 def _macro_auc(labels: np.ndarray, probabilities: np.ndarray, classes: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score  # slow to import: see metrics/__init__.py
     indicator = np.asarray(labels)[:, None] == classes[None, :]
     aucs = [roc_auc_score(indicator[:, c], probabilities[:, c])
             for c in range(len(classes)) if 0 < indicator[:, c].sum() < len(indicator)]

@@ -7,8 +7,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn import svm
-from sklearn.exceptions import ConvergenceWarning
 
 from causal_disent.data.base import FactorDataset
 from causal_disent.evaluation.metrics.common import (
@@ -40,6 +38,8 @@ def sap_score(train_codes: np.ndarray, train_factors: np.ndarray, test_codes: np
 
     Returns {"sap_score": float, "score_matrix": [D, F]}.
     """
+    from sklearn import svm  # slow to import: see metrics/__init__.py
+    from sklearn.exceptions import ConvergenceWarning
     train_codes, train_factors, test_codes, test_factors = check_train_test(
         train_codes, train_factors, test_codes, test_factors)
     num_dims, num_factors = train_codes.shape[1], train_factors.shape[1]

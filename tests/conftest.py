@@ -21,8 +21,12 @@ The tests also compile with JAX's `jax_disable_most_optimizations` (XLA's backen
 optimisation level 0, LLVM's expensive passes off), which the command-line runs
 inherit: the programs are tiny and run for a few steps, so LLVM's optimisation was
 most of their cost (tests/models/test_transition_gnn.py: 55 s of CPU instead of 85).
-It changes how fast the code runs, not what it computes; the benchmarks, which time
-and fingerprint the code as users run it, leave it off.
+For the same reason they set XLA's `--xla_cpu_use_fusion_emitters=false`: XLA:CPU
+then emits each fused kernel with its older elemental emitters, which compile these
+small programs faster than the newer fusion emitters (a `:tiny` CT-VAE run: 64 s of
+CPU instead of 89; tests/models/test_transition_gnn.py: 34 instead of 53).
+Both change how fast the code runs, not what it computes (up to float rounding);
+the benchmarks, which time and fingerprint the code as users run it, leave them off.
 """
 
 import atexit
@@ -43,6 +47,9 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # before anything imports jax
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_use_fusion_emitters=false".strip())
 if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker: its own folder in the session's
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(
         os.environ["JAX_COMPILATION_CACHE_DIR"], os.environ["PYTEST_XDIST_WORKER"])

@@ -11,8 +11,9 @@ from tests.helpers import REPO_ROOT
 
 
 def test_eight_devices_match_one_device():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    flags = f"--xla_force_host_platform_device_count=8 {os.environ.get('XLA_FLAGS', '')}"
+    env = dict(os.environ, XLA_FLAGS=flags.strip(), PYTHONPATH=str(REPO_ROOT),
+               JAX_PLATFORMS="cpu")
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / "tests" / "train" / "multidevice_check.py")],
         env=env, capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,

@@ -24,7 +24,8 @@ most of their cost (tests/models/test_transition_gnn.py: 55 s of CPU instead of 
 For the same reason they set XLA's `--xla_cpu_use_fusion_emitters=false`: XLA:CPU
 then emits each fused kernel with its older elemental emitters, which compile these
 small programs faster than the newer fusion emitters (a `:tiny` CT-VAE run: 64 s of
-CPU instead of 89; tests/models/test_transition_gnn.py: 34 instead of 53).
+CPU instead of 89; tests/models/test_transition_gnn.py: 34 instead of 53; docs/benchmarks.md
+has the whole suite's figures).
 Both change how fast the code runs, not what it computes (up to float rounding);
 the benchmarks, which time and fingerprint the code as users run it, leave them off.
 """

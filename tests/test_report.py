@@ -86,6 +86,33 @@ def test_later_zoo_records_follow_the_studys_order_not_the_alphabet(copy_of_the_
     assert models.index("betatcvae test") < models.index("annealedvae test")
 
 
+def _as_seed(record: dict, seed: int, mic: float) -> dict:
+    """`record` as if its command had trained `seed` and scored `mic`."""
+    command = f"{record['runs'][0]['commands'][0]['command']} --config.seed={seed}"
+    run = dict(record["runs"][0], commands=[{**record["runs"][0]["commands"][0],
+                                             "command": command}])
+    causal = dict(record["figures"]["causalvae"], mic=mic)
+    return dict(record, runs=[run], figures={"causalvae": causal})
+
+
+def test_the_seeds_table_takes_every_seed_record_and_refuses_a_misnamed_one(tmp_path):
+    for name in ("causalvae_pendulum_small", "causalvae_flow_small"):
+        shutil.copy(REPO_ROOT / "results" / f"{name}.json", tmp_path)
+    seed_zero = json.loads((tmp_path / "causalvae_pendulum_small.json").read_text())
+    seed_zero["figures"]["causalvae"]["mic"] = 99.0
+    (tmp_path / "causalvae_pendulum_small.json").write_text(json.dumps(seed_zero))
+    for seed, mic in ((1, 98.0), (2, 97.0)):
+        (tmp_path / f"causalvae_pendulum_small_seed{seed}.json").write_text(
+            json.dumps(_as_seed(seed_zero, seed, mic)))
+    rows = tables.render("causalvae_seeds", tables.Results(tmp_path)).splitlines()
+    assert rows[2].startswith("| Pendulum | 0, 1, 2 | 98.00 ± 1.00 | ")
+    assert rows[3].startswith("| Flow | 0 | ")
+    (tmp_path / "causalvae_pendulum_small_seed3.json").write_text(
+        json.dumps(_as_seed(seed_zero, 4, 96.0)))
+    with pytest.raises(records.RecordError, match="seed3.json trained seed 4"):
+        tables.render("causalvae_seeds", tables.Results(tmp_path))
+
+
 def test_the_records_hold_command_commit_machine_date_and_figures():
     found = records.read_all(REPO_ROOT / "results")  # raises on a record lacking one
     assert len(found) >= 10

@@ -5,10 +5,18 @@ true graph ranks under the paper's label loss and under the PC algorithm."""
 from __future__ import annotations
 
 import json
+import shlex
 from typing import NamedTuple
 
 from causal_disent.report import reference
-from causal_disent.report.formatting import Results, machine_name, table, whole_run_minutes
+from causal_disent.report.formatting import (
+    Results,
+    machine_name,
+    mean_std,
+    table,
+    whole_run_minutes,
+)
+from causal_disent.runs.records import RecordError
 
 
 def _names(figures: dict) -> list[str]:
@@ -76,6 +84,49 @@ def causalvae_small(results: Results) -> str:
     return table(["data, model (seed 0)", "MIC / TIC (paper)",
                   "learned graph (edge strength)", "SHD", "in the true class", "test BCE",
                   "minutes"], rows)
+
+
+def trained_seed(record: dict) -> int:
+    """The seed a `main --record`'s run trained with: the `--config.seed` of the first
+    command that trained its workdir (the config's 0 without one)."""
+    commands = record["runs"][0].get("commands") or [{"command": record["command"]}]
+    for argument in shlex.split(commands[0]["command"]):
+        if argument.startswith("--config.seed="):
+            return int(argument.split("=", 1)[1])
+    return 0
+
+
+def _seed_records(results: Results, dataset: str) -> list[tuple[int, dict]]:
+    """(seed, record) of the default model's `:small` runs on `dataset`: seed 0's
+    record and each `<it>_seed<S>` beside it, by seed."""
+    base = SMALL_RUNS[[run.dataset for run in SMALL_RUNS].index(dataset)].record
+    found = []
+    for name in [base, *results.names(f"{base}_seed*")]:
+        record = results.record(name)
+        seed = trained_seed(record)
+        if seed != (0 if name == base else int(name.rsplit("_seed", 1)[1])):
+            raise RecordError(f"results/{name}.json trained seed {seed}, not the one its "
+                              "name says: rename it or rerun its command")
+        found.append((seed, record))
+    return sorted(found, key=lambda pair: pair[0])
+
+
+def causalvae_seeds(results: Results) -> str:
+    """The default CausalVAE `:small` over the seeds that have records, per dataset:
+    mean ± sample std of the scores, and the graph of each seed."""
+    rows = []
+    for dataset, title in GRAPH_DATASETS.items():
+        seeds = _seed_records(results, dataset)
+        causal = [record["figures"]["causalvae"] for _, record in seeds]
+        rows.append([
+            title, ", ".join(str(seed) for seed, _ in seeds),
+            mean_std([c["mic"] for c in causal], 2), mean_std([c["tic"] for c in causal], 2),
+            " / ".join(str(c["shd"]) for c in causal),
+            " / ".join("yes" if c["in_true_equivalence_class"] else "no" for c in causal),
+            mean_std([c["test_bce"] for c in causal], 0),
+            " / ".join(f"{whole_run_minutes(record):.0f}" for _, record in seeds)])
+    return table(["data (default model)", "seeds", "MIC", "TIC", "SHD (each seed)",
+                  "in the true class (each seed)", "test BCE", "minutes (each seed)"], rows)
 
 
 def _per_mille(scores: dict, key: str) -> str:

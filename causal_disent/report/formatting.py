@@ -26,6 +26,11 @@ class Results:
                                 f"(the page holding the table names it, with --record)")
         return records.read_record(path)
 
+    def names(self, pattern: str) -> list[str]:
+        """The names (without .json) of the records whose name matches the glob
+        `pattern`, sorted."""
+        return sorted(path.stem for path in self.directory.glob(f"{pattern}.json"))
+
     def run_folder(self, name: str) -> Path:
         path = self.directory / name
         if not (path / "results.json").is_file():

@@ -185,6 +185,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "tiny_run_fingerprints": vae_tables.tiny_run_fingerprints,
     "seed_stacking_cpu": vae_tables.seed_stacking_cpu,
     "causalvae_small": causalvae_tables.causalvae_small,
+    "causalvae_seeds": causalvae_tables.causalvae_seeds,
     "causalvae_counterfactuals": causalvae_tables.causalvae_counterfactuals,
     "causalvae_lu_rank": causalvae_tables.causalvae_lu_rank,
     "causalvae_pc_tests": causalvae_tables.causalvae_pc_tests,

@@ -149,6 +149,34 @@ def test_a_signal_in_the_last_step_still_stops_after_saving_it(tmp_path):
     assert events[-1] == ("save", 9, 9)
 
 
+def test_the_host_runs_at_most_two_calls_ahead_of_the_device(tmp_path, monkeypatch):
+    """JAX dispatches the calls asynchronously; before each new call, all but the last
+    MAX_CALLS_AHEAD have finished (the loop waited on them or fetched them), so a
+    signal is acted on within a few calls, not a whole log interval later."""
+    synced = set()  # ids of the leaves the loop waited on or fetched
+
+    def marking(function):
+        def marked(tree):
+            synced.update(id(leaf) for leaf in jax.tree.leaves(tree))
+            return function(tree)
+        return marked
+
+    monkeypatch.setattr(loop.jax, "block_until_ready", marking(jax.block_until_ready))
+    monkeypatch.setattr(loop.jax, "device_get", marking(jax.device_get))
+    calls, unfinished_at_dispatch = [], []
+
+    def step_fn(state, batch, step):
+        unfinished_at_dispatch.append(sum(id(loss) not in synced for loss in calls))
+        calls.append(state * 1.0)
+        return state + 1, {"loss": calls[-1]}
+
+    loop.fit(stage="fake", state=jnp.array(0), step_fn=step_fn,
+             local_batches=itertools.repeat({}), first_step=0, last_step=24,
+             global_batch_size=1, checkpoints=FakeCheckpoints([], every=100),
+             writer=reporting.MetricsWriter(tmp_path), log_every_steps=12)
+    assert max(unfinished_at_dispatch) == loop.MAX_CALLS_AHEAD == 2
+
+
 def test_outside_training_a_signal_stops_at_once():
     with pytest.raises(interrupts.Interrupted, match="SIGTERM received: outside training"):
         with interrupts.handled():

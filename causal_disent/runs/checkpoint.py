@@ -16,9 +16,9 @@ named in a warning and left where it is.
 
 Saving does not hold up training: `save` copies the state on its devices (the next
 step donates the state's buffers) and hands the copy to a thread of its own, which
-runs orbax's save (its blocking part, the copy to host memory and orbax's
-bookkeeping, took 0.16 s per save of a one-seed β-VAE on an H200, the device idle
-meanwhile); orbax then writes the files in the background. One save at a time is
+runs orbax's save: its blocking part (the copy to host memory and orbax's
+bookkeeping) is where a one-seed β-VAE on an H200 lost about 0.16 s per save, the
+device idle meanwhile. Orbax then writes the files in the background. One save at a time is
 queued; `wait` and `close` finish them, and a failed save raises there or at the
 next `save`. With several processes orbax's save runs collectives across them,
 which must not interleave with the training step's: there it runs on the loop's

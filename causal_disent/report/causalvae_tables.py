@@ -99,7 +99,7 @@ def _trained_seed(record: dict) -> int:
 def _seed_records(results: Results, dataset: str) -> list[tuple[int, dict]]:
     """(seed, record) of the default model's `:small` runs on `dataset`: seed 0's
     record and each `<it>_seed<S>` beside it, by seed."""
-    base = SMALL_RUNS[[run.dataset for run in SMALL_RUNS].index(dataset)].record
+    base = next(run.record for run in SMALL_RUNS if run.dataset == dataset)  # the default's
     found = []
     for name in [base, *results.names(f"{base}_seed*")]:
         record = results.record(name)

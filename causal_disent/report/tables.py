@@ -77,8 +77,10 @@ def _gpu_loop_runs(results: Results) -> dict[str, dict]:
                   for s in (1, 8))
     latest = {**one, "steps": f"{one['steps']} / {eight['steps']}",
               "cases": {**one["cases"], **eight["cases"]}}
+    threaded_saves = results.record("loop_overhead_gpu_k10_s1_398eddb")["figures"]
     return {"k1": last("k1_host_data.txt"), "k10": last("k10_device_data.txt"),
-            "k10_1000": {**stacked, "cases": later}, "k10_2a15770": latest}
+            "k10_1000": {**stacked, "cases": later}, "k10_2a15770": latest,
+            "k10_398eddb": threaded_saves}
 
 
 def loop_overhead_gpu(results: Results) -> str:
@@ -87,13 +89,36 @@ def loop_overhead_gpu(results: Results) -> str:
     names = dict.fromkeys(name for run in runs.values() for name in run["cases"])
     titles = ["k = 1, host data, 400 steps (8eb25b3)", "k = 10, device data, 400 steps (21a6fec)",
               "k = 10, device data, 1000 steps (990b16c)",
-              "k = 10, device data, 2000 / 1000 steps (2a15770)"]
+              "k = 10, device data, 2000 / 1000 steps (2a15770)",
+              "k = 10, device data, 2000 steps, saves on a thread (398eddb)"]
     rows = [[LOOP_CASES.get(name, name), *(_loop_cells(run["cases"].get(name))
                                            for run in runs.values())]
             # The k = 1 `ct` case encoded images and compiled modes inside the timed
             # loop (the folder's README.md): not a loop overhead.
             for name in names if name != "ct"]
     return table(["case", *(f"{title}: loop / bare steps/s (ratio)" for title in titles)], rows)
+
+
+GPU_SAVES_FOLDER = "gpu_2026-11-27_h200_issue33"
+SAVE_VARIANTS = {"current": "saves on a thread of their own, host ≤ 2 calls ahead (398eddb)",
+                 "syncsave": "saves on the loop's thread, host ≤ 2 calls ahead",
+                 "ahead": "saves on a thread of their own, host unbounded",
+                 "old": "saves on the loop's thread, host unbounded (as at 2a15770)"}
+
+
+def loop_overhead_gpu_saves(results: Results) -> str:
+    """One-seed β-VAE on one H200 machine, one process per variant of the loop
+    (that folder's ab.py): the benchmark's printed rows, read from its ab.txt."""
+    text = (results.directory / GPU_SAVES_FOLDER / "ab.txt").read_text()
+    rows = []
+    for chunk in text.split("variant ")[1:]:
+        variant, _, printed = chunk.partition("\n")
+        for figures in _printed_cases(printed).values():
+            parts = figures["ms_per_step"]
+            rows.append([SAVE_VARIANTS[variant.strip()], _loop_cells(figures),
+                         f"{parts['saves']:.2f}", f"{parts['rest']:.2f}"])
+    return table(["loop", "loop / bare steps/s (ratio)", "saves, ms per step",
+                  "rest, ms per step"], rows)
 
 
 def loop_overhead_cpu(results: Results) -> str:
@@ -112,7 +137,8 @@ def loop_overhead_parts(results: Results) -> str:
     cpu = [results.record(f"loop_overhead_cpu_k{k}") for k in (1, 4)]
     measured = [(f"1 {gpu['device']}, k = {gpu['steps_per_call']}, device data, "
                  f"{gpu['steps']} steps", gpu)
-                for gpu in (gpu_runs["k10"], gpu_runs["k10_1000"], gpu_runs["k10_2a15770"])] + [
+                for gpu in (gpu_runs["k10"], gpu_runs["k10_1000"], gpu_runs["k10_2a15770"],
+                            gpu_runs["k10_398eddb"])] + [
         (f"{machine_name(record['machine'])}, k = {record['figures']['steps_per_call']}",
          record["figures"]) for record in cpu]
     rows = [[title, LOOP_CASES.get(case, case), f"{figures['bare_ms_per_step']:.1f}",
@@ -193,6 +219,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "records_index": records_index,
     "data_throughput": data_throughput,
     "loop_overhead_gpu": loop_overhead_gpu,
+    "loop_overhead_gpu_saves": loop_overhead_gpu_saves,
     "loop_overhead_cpu": loop_overhead_cpu,
     "loop_overhead_parts": loop_overhead_parts,
 }

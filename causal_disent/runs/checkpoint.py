@@ -14,25 +14,22 @@ naming both, so that training can save those steps again. A half-written save
 (orbax's `<step>.orbax-checkpoint-tmp-*` folder) is not a checkpoint to orbax; it is
 named in a warning and left where it is.
 
-Saving does not hold up training: `save` copies the state on its devices (the next
-step donates the state's buffers) and hands the copy to a thread of its own, which
-runs orbax's save: its blocking part (the copy to host memory and orbax's
-bookkeeping) is where a one-seed β-VAE on an H200 lost about 0.16 s per save, the
-device idle meanwhile. Orbax then writes the files in the background. One save at a time is
-queued; `wait` and `close` finish them, and a failed save raises there or at the
-next `save`. With several processes orbax's save runs collectives across them,
-which must not interleave with the training step's: there it runs on the loop's
-thread, as before.
+A save runs orbax's blocking part (the copy to host memory and its bookkeeping) on
+the loop's thread; orbax writes the files in the background. Running that part on a
+thread of its own, from a copy of the state (the next step donates its buffers), was
+tried and measured: on 2 CPU cores the loop's wait per save fell from 27–93 to
+5–20 ms, a few hundredths of one CPU step, but on an H200 one-seed β-VAE `:small`
+went from 0.72 to 0.63 of its bare step (benchmarks/loop_overhead.py, the same
+machine; results/gpu_2026-11-27_h200_issue33/): the save thread holds the
+interpreter lock that the loop needs to dispatch the next steps.
 """
 
-import concurrent.futures
 import json
 import logging as python_logging
 import shutil
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import orbax.checkpoint as ocp
 from absl import logging
 
@@ -73,18 +70,12 @@ class StageCheckpoints:
             self.directory,
             options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
         )
-        # Every orbax save of this stage runs on this one thread, in order.
-        self._saver = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"save {stage}")
-        self._queued: concurrent.futures.Future | None = None
-        self._last_saved_step = self.manager.latest_step()
 
     def latest_step(self) -> int | None:
-        self._finish_queued()
         return self.manager.latest_step()
 
     def latest_path(self) -> str | None:
-        step = self.latest_step()
+        step = self.manager.latest_step()
         return None if step is None else str(self.directory / str(step))
 
     def due(self, step: int) -> bool:
@@ -96,17 +87,8 @@ class StageCheckpoints:
         device sync) every `save_every_steps` steps, or now if `force`."""
         if not (force or self.due(step)):
             return
-        if step == self._last_saved_step:
+        if step == self.manager.latest_step():
             return  # already saved (e.g. a periodic save on the final step)
-        self._last_saved_step = step
-        if jax.process_count() > 1:  # module docstring
-            self._save_now(state, step)
-            return
-        self._finish_queued()  # one copy of the state queued at a time
-        copy = jax.tree.map(jnp.copy, state)  # on the devices: the next step donates `state`
-        self._queued = self._saver.submit(self._save_now, copy, step)
-
-    def _save_now(self, state, step: int) -> None:
         try:
             self.manager.save(
                 step,
@@ -118,12 +100,6 @@ class StageCheckpoints:
             )
         except OSError as error:
             raise _unwritable(self.directory / str(step), error) from error
-
-    def _finish_queued(self) -> None:
-        """Waits for the queued save to reach orbax; raises its error, if any."""
-        queued, self._queued = self._queued, None
-        if queued is not None:
-            queued.result()
 
     def restore_latest(self, abstract_state):
         """The newest readable saved state, placed like `abstract_state`, or None if
@@ -173,19 +149,13 @@ class StageCheckpoints:
 
             multihost_utils.sync_global_devices(f"set aside {self.directory}")
         self.manager.reload()
-        self._last_saved_step = self.manager.latest_step()  # those steps can be saved again
 
     def wait(self) -> None:
-        """Returns once every save so far is on disk."""
-        self._finish_queued()
         self.manager.wait_until_finished()
 
     def close(self) -> None:
-        try:
-            self.wait()
-        finally:
-            self._saver.shutdown()
-            self.manager.close()
+        self.manager.wait_until_finished()
+        self.manager.close()
 
 
 def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -> None:

@@ -18,10 +18,11 @@ A save runs orbax's blocking part (the copy to host memory and its bookkeeping) 
 the loop's thread; orbax writes the files in the background. Running that part on a
 thread of its own, from a copy of the state (the next step donates its buffers), was
 tried and measured: on 2 CPU cores the loop's wait per save fell from 27–93 to
-5–20 ms, a few hundredths of one CPU step, but on an H200 one-seed β-VAE `:small`
-went from 0.72 to 0.63 of its bare step (benchmarks/loop_overhead.py, the same
-machine; results/gpu_2026-11-27_h200_issue33/): the save thread holds the
-interpreter lock that the loop needs to dispatch the next steps.
+5–20 ms (once every few hundred steps of about 270 ms each), but on an H200
+one-seed β-VAE `:small` went from 0.72 to 0.63 of its bare step
+(benchmarks/loop_overhead.py, the same machine; results/gpu_2026-11-27_h200_issue33/),
+likeliest because the save thread holds the interpreter lock that the loop needs to
+dispatch the next steps.
 """
 
 import json

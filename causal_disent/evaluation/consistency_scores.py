@@ -42,6 +42,7 @@ import jax
 import numpy as np
 from matplotlib.figure import Figure
 
+from causal_disent.evaluation import model_calls
 from causal_disent.objectives import consistency
 from causal_disent.utils import figures
 from causal_disent.utils.images import images_to_unit_range
@@ -61,6 +62,17 @@ def batched(fn, inputs: np.ndarray, batch_size: int) -> np.ndarray:
 SCORINGS = ("authors", "variance")
 
 
+# Compiled once per model (evaluation/model_calls.py says why).
+@functools.partial(jax.jit, static_argnums=0)
+def _responses(model, params, inputs):
+    return consistency.response(params, model, inputs)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _causes(model, params, inputs):
+    return consistency.causes(params, model, inputs)
+
+
 def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
                        batch_size: int = 256, scoring: str = "authors") -> dict:
     """The scores on `images` [T, H, W, ch] (uint8 or [0, 1] floats), normalised as
@@ -69,12 +81,9 @@ def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
     "scoring"} (nested lists and floats, NaN where undefined)."""
     if scoring not in SCORINGS:
         raise ValueError(f"the consistency scoring must be one of {SCORINGS}, got {scoring!r}")
-    # The parameters are an argument, not a constant folded into each compiled function.
-    encode = functools.partial(jax.jit(
-        lambda p, x: model.apply({"params": p}, x, method=model.encode)[0]), params)
-    respond = functools.partial(jax.jit(
-        lambda p, n: consistency.response(p, model, n)), params)
-    cause = functools.partial(jax.jit(lambda p, n: consistency.causes(p, model, n)), params)
+    encode = functools.partial(model_calls.encoded_means, model, params)
+    respond = functools.partial(_responses, model, params)
+    cause = functools.partial(_causes, model, params)
     if images.dtype == np.uint8:
         images = np.asarray(images_to_unit_range(images))
     encodings = batched(encode, images, batch_size).astype(np.float64)

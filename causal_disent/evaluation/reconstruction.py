@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from causal_disent.evaluation import model_calls
 from causal_disent.evaluation.image_sums import image_summer
 from causal_disent.objectives.mcqvae import psnr_from_mse
 from causal_disent.utils import figures
@@ -68,8 +69,7 @@ def save_reconstruction_figure(model, params, images: np.ndarray, path,
     the model's reconstructions (`model(images)["reconstruction"]`, in [0, 1]) to
     `path` (default title: the image count; not the model's class, which one VAE
     class shares with the plain autoencoder)."""
-    host_params = jax.device_get(params)
-    outputs = jax.jit(model.apply)({"params": host_params}, images_to_unit_range(images))
+    outputs = model_calls.outputs(model, jax.device_get(params), images_to_unit_range(images))
     reconstructions = figures.to_uint8(np.asarray(outputs["reconstruction"]))
     title = title or (f"{len(images)} test images (top) and their reconstructions by the "
                       "trained autoencoder (bottom)")

@@ -17,6 +17,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from causal_disent.evaluation import model_calls
 from causal_disent.utils import figures
 from causal_disent.utils.images import images_to_unit_range
 
@@ -51,15 +52,15 @@ def save_traversal_figure(model, params, images: np.ndarray, spread_images: np.n
     image's encoding + offset·σ_j for each of OFFSETS (σ_j over the uint8
     `spread_images` [m, H, W, ch]). `model` has encode(images) -> (mean, ·) and
     decode(latents) -> logits. Returns the path written."""
-    host_params = {"params": jax.device_get(params)}
-    encode = jax.jit(lambda x: model.apply(host_params, x, method=model.encode)[0])
-    decode = jax.jit(lambda z: jax.nn.sigmoid(model.apply(host_params, z, method=model.decode)))
-    spread = np.asarray(encode(images_to_unit_range(spread_images))).std(axis=0)
-    means = np.asarray(encode(images_to_unit_range(images)))
+    host_params = jax.device_get(params)
+    spread = np.asarray(model_calls.encoded_means(
+        model, host_params, images_to_unit_range(spread_images))).std(axis=0)
+    means = np.asarray(model_calls.encoded_means(model, host_params, images_to_unit_range(images)))
     shown = decoded_latents(model)
     latents = traversal_latents(means, spread)[:, :shown]  # [n, shown, K, d]
     count, _, steps, width = latents.shape
-    decoded = np.asarray(decode(latents.reshape(-1, width)))
+    decoded = np.asarray(model_calls.decoded_pixels(model, host_params,
+                                                   latents.reshape(-1, width)))
     grid = figures.to_uint8(decoded).reshape(count, shown, steps, *images.shape[1:])
     grid = grid.transpose(1, 0, 2, 3, 4, 5).reshape(shown, count * steps, *images.shape[1:])
     columns = [f"image {i + 1}" if offset == 0 else f"{offset:+d}σ"

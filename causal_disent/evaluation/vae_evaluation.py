@@ -1,6 +1,8 @@
 """The VAE family (models/vae.py) on a split: how well it reconstructs and how much
 each latent carries (the `vae` stage's evaluation)."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,6 +22,9 @@ def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
     return vae_evaluator(model, mesh, batch_size, variational)(params, dataset, indices)
 
 
+# One scorer per model, mesh and batch size: a run's learning curve and test scores,
+# and each seed of a stacked run, share its compiled program.
+@functools.lru_cache(maxsize=8)
 def vae_evaluator(model, mesh: Mesh, batch_size: int, variational: bool = True):
     """fn(params, dataset, indices) -> scores, compiled once: scores `model` on dataset
     images `indices` in padded batches sharded over `mesh`, decoding the posterior

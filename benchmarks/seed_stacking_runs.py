@@ -11,7 +11,9 @@ sequential run with seed k (train/seed_stacking.py), up to float rounding.
       --config.vae.train.device_data=on           # every run with these settings
 
 benchmarks/seed_stacking.py times the compiled step alone; this one answers what a
-user waits for. Workdirs go under --root (a fresh temporary folder by default).
+user waits for. Workdirs go under --root (a fresh temporary folder by default); rerun
+with the same --root after a time limit cut the benchmark short, and only the runs
+that had not finished run again.
 
 Measured on one H100 (jax 0.11.2, 16 host cores; β-VAE :small, S = 8, vmap):
   8 sequential runs  43.7 36.9 39.3 38.5 41.9 38.7 38.0 40.8 s: 318 s
@@ -30,6 +32,7 @@ The last line is JSON with every figure.
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,12 +46,28 @@ from causal_disent.runs import records  # noqa: E402
 from causal_disent.runs.seeds import seed_workdir  # noqa: E402
 
 
+TIMING_FILE = "wall_seconds.json"
+
+
 def timed_run(config: str, workdir: Path, overrides: list[str]) -> float:
     """Wall seconds of one `python -m causal_disent.main` run; its output goes to
-    workdir/stdout.txt, and a failure stops the benchmark with that file's tail."""
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir/stdout.txt, and a failure stops the benchmark with that file's tail.
+
+    The time is kept in workdir/wall_seconds.json, so that rerunning the benchmark
+    with the same --root (a device command's time limit cut it short) times only
+    the runs that had not finished; a run cut short is started again from nothing."""
     command = [sys.executable, "-m", "causal_disent.main", f"--config={config}",
                f"--workdir={workdir}", *overrides]
+    timing = workdir / TIMING_FILE
+    if timing.exists():
+        earlier = json.loads(timing.read_text())
+        if earlier["command"][1:] != command[1:]:
+            sys.exit(f"error: {workdir} holds a run of another command "
+                     f"({' '.join(earlier['command'][1:])}); give another --root")
+        print(f"{workdir.name}: {earlier['seconds']:.1f} s, timed earlier", flush=True)
+        return earlier["seconds"]
+    shutil.rmtree(workdir, ignore_errors=True)  # a run cut short would resume, not start
+    workdir.mkdir(parents=True)
     start = time.perf_counter()
     with open(workdir / "stdout.txt", "w") as out:
         completed = subprocess.run(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
@@ -56,6 +75,8 @@ def timed_run(config: str, workdir: Path, overrides: list[str]) -> float:
     if completed.returncode != 0:
         tail = (workdir / "stdout.txt").read_text().splitlines()[-20:]
         sys.exit(f"{' '.join(command)} failed (exit {completed.returncode}):\n" + "\n".join(tail))
+    timing.write_text(json.dumps({"command": command, "seconds": seconds}))
+    print(f"{workdir.name}: {seconds:.1f} s", flush=True)
     return seconds
 
 

@@ -3,6 +3,7 @@ anything else is one `error:` line before any run (the runs themselves are faked
 
 import importlib
 import sys
+import types
 
 import pytest
 
@@ -29,3 +30,24 @@ def test_an_unknown_argument_is_one_error_line_before_any_run(monkeypatch):
         stacking_runs.parse_args(["--seeds=2", "--steps_per_call=10"])
     assert str(stop.value) == ("error: unrecognised arguments --steps_per_call=10; give a "
                                "run's settings as --config.X=V")
+
+
+def test_a_rerun_with_the_same_root_times_only_the_runs_not_finished(monkeypatch, tmp_path):
+    started = []
+
+    def fake_run(command, cwd, stdout, stderr):
+        started.append(command)
+        return types.SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(stacking_runs.subprocess, "run", fake_run)
+    config = "configs/betavae_dsprites_synth.py:small"
+    finished, cut_short = tmp_path / "seed_0", tmp_path / "seed_1"
+    seconds = stacking_runs.timed_run(config, finished, ["--config.seed=0"])
+    cut_short.mkdir()
+    (cut_short / "leftover_checkpoint").write_text("")  # killed by a time limit
+    assert stacking_runs.timed_run(config, finished, ["--config.seed=0"]) == seconds
+    stacking_runs.timed_run(config, cut_short, ["--config.seed=1"])
+    assert [command[-1] for command in started] == ["--config.seed=0", "--config.seed=1"]
+    assert not (cut_short / "leftover_checkpoint").exists()  # started from nothing
+    with pytest.raises(SystemExit, match=r"^error: .*seed_0 holds a run of another command"):
+        stacking_runs.timed_run(config, finished, ["--config.seed=5"])

@@ -1,6 +1,7 @@
-"""The launchers in launch/: valid bash, and the TPU script's gcloud commands (its
-dry run). local_multiprocess.sh runs for real in tests/train/test_multiprocess.py;
-SLURM and Cloud TPUs are not available to the tests."""
+"""The launchers in launch/: valid bash, the TPU script's gcloud commands (its dry
+run) and the GPU zoo's order of runs (with a fake python). local_multiprocess.sh
+runs for real in tests/train/test_multiprocess.py; SLURM, Cloud TPUs and GPUs are
+not available to the tests."""
 
 import os
 import subprocess
@@ -40,3 +41,70 @@ def test_tpu_script_needs_its_settings():
     result = subprocess.run(["bash", str(REPO_ROOT / "launch" / "tpu_pod.sh"), "c.py"],
                             env=env, capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.returncode != 0 and "set TPU_NAME" in result.stderr
+
+
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+# Stands in for python in launch/gpu_zoo.sh: logs each command and leaves the files
+# the real one would (a training run pauses once when PAUSE_FIRST is set).
+echo "$2 ${*:3}" >> "$LOG"
+value() { for a in "$@"; do [[ "$a" == --$1=* ]] && echo "${a#--$1=}"; done; return 0; }
+case "$2" in
+  causal_disent.main)
+    w="$(value workdir "$@")"
+    if [[ -n "${PAUSE_FIRST:-}" && ! -e "$w/.paused" ]]; then mkdir -p "$w"; touch "$w/.paused"; exit 3; fi
+    mkdir -p "$w"/seeds/seed_{0,1,2} ;;
+  causal_disent.evaluate) touch "$(value workdir "$@")/metrics_card.json" ;;
+  causal_disent.summarize) touch "$(value record "$@")" ;;
+esac
+"""
+
+
+def run_zoo(tmp_path, *args, **env):
+    """launch/gpu_zoo.sh with FAKE_PYTHON: its exit status and the commands it ran
+    ("main --workdir=... ...")."""
+    fake = tmp_path / "fake_python"
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(0o755)
+    env = {**os.environ, "ROOT": str(tmp_path / "zoo"), "STEPS": "30000",
+           "RECORDS": str(tmp_path / "records"), "PYTHON": str(fake),
+           "LOG": str(tmp_path / "log"), "MODELS": "betavae factorvae", **env}
+    (tmp_path / "records").mkdir(exist_ok=True)
+    result = subprocess.run(["bash", str(REPO_ROOT / "launch" / "gpu_zoo.sh"), *args],
+                            env=env, capture_output=True, text=True)
+    log = tmp_path / "log"
+    commands = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return result, [command.removeprefix("causal_disent.") for command in commands]
+
+
+def programs(commands):
+    return [command.split()[0] for command in commands]
+
+
+def test_the_gpu_zoo_resumes_where_a_slice_stopped_and_redoes_nothing(tmp_path):
+    result, commands = run_zoo(tmp_path, "--config.seed=4", PAUSE_FIRST="1")
+    assert (result.returncode, programs(commands)) == (3, ["main"])  # time spent: rerun
+    assert (f"--workdir={tmp_path}/zoo/betavae" in commands[0]
+            and "--config.num_seeds=3 --config.vae.train.num_steps=30000" in commands[0]
+            and commands[0].endswith("--config.seed=4"))
+    result, commands = run_zoo(tmp_path, "--config.seed=4")
+    assert result.returncode == 0, result.stderr
+    assert programs(commands) == ["main", "evaluate", "evaluate", "evaluate", "summarize"] * 2
+    assert sorted(path.name for path in (tmp_path / "records").iterdir()) == [
+        "zoo_dsprites_synth_gpu_betavae.json", "zoo_dsprites_synth_gpu_factorvae.json"]
+    assert run_zoo(tmp_path)[1] == []  # all done: nothing runs again
+
+
+def test_the_gpu_zoo_until_done_goes_on_after_a_paused_slice(tmp_path):
+    result, commands = run_zoo(tmp_path, "--until-done", MODELS="ivae", PAUSE_FIRST="1")
+    assert result.returncode == 0, result.stderr
+    assert programs(commands) == ["main", "main", "evaluate", "evaluate", "evaluate",
+                                  "summarize"]
+
+
+def test_the_gpu_zoo_refuses_an_unknown_model_and_a_spent_slice_runs_nothing(tmp_path):
+    result, commands = run_zoo(tmp_path, MODELS="betavae nosuchvae")
+    assert (result.returncode, commands) == (2, [])
+    assert "error: unknown model 'nosuchvae' in MODELS" in result.stderr
+    result, commands = run_zoo(tmp_path, MAX_MINUTES="0")
+    assert (result.returncode, commands) == (3, [])

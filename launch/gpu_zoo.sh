@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The baseline zoo on one GPU: each of the eight VAEs of docs/baselines.md on
+# dsprites_synth, seeds 0-2 as one stacked run, disentanglement_lib's network and
+# optimiser for STEPS steps (its study: 300 000), k = 10 steps a call with the
+# images on the device; then each seed's metric card, and one record a model. Runs in
+# slices of at most MAX_MINUTES (default 9) minutes, for machines that may be taken
+# away between commands; ROOT must outlive them.
+#
+#   ROOT=/mnt/zoo STEPS=30000 launch/gpu_zoo.sh                # one slice
+#   ROOT=/mnt/zoo STEPS=30000 launch/gpu_zoo.sh --until-done   # slices until done
+#
+# Each model in turn (MODELS: a subset, in that order): trained in ROOT/<model> (a
+# slice whose time runs out saves a checkpoint, the next resumes it), its seeds
+# scored (skipped once their card is written), then summarised into
+# RECORDS/zoo_dsprites_synth_gpu_<model>.json (default RECORDS: results), whose
+# runs' histories give each model's training minutes. Exit status: 0 when every
+# model is done, 3 when the slice's time was spent (run it again to continue),
+# anything else an error. Extra arguments go to every training run.
+set -euo pipefail
+
+: "${ROOT:?set ROOT to the zoo directory (shared by every slice)}"
+: "${STEPS:?set STEPS to the training steps of each model (a multiple of 10)}"
+ROOT="$(realpath -m "${ROOT}")"  # before leaving the caller's directory
+RECORDS="$(realpath -m "${RECORDS:-results}")"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repository root: configs/, .venv/
+PYTHON="${PYTHON:-.venv/bin/python}"
+MAX_MINUTES="${MAX_MINUTES:-9}"
+MODELS="${MODELS:-betavae annealedvae betatcvae dipvae1 dipvae2 factorvae laddervae ivae}"
+SEEDS=3
+EXIT_PAUSED=3  # causal_disent.main.EXIT_PAUSED
+until_done=false
+if [[ "${1:-}" == "--until-done" ]]; then
+  until_done=true
+  shift
+fi
+export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-${ROOT}/jax_cache}"
+
+minutes_left() {  # of this slice, with two decimals
+  awk -v max="${MAX_MINUTES}" -v used="$(( $(date +%s) - started ))" \
+    'BEGIN { printf "%.2f", max - used / 60 }'
+}
+
+out_of_time() {
+  awk -v left="$(minutes_left)" 'BEGIN { exit !(left < 0.5) }'
+}
+
+label() {  # the model's row label, as the CPU zoo's records name it
+  case "$1" in
+    betavae) echo "β-VAE (β = 4)" ;;
+    annealedvae) echo "AnnealedVAE (c_max = 25)" ;;
+    betatcvae) echo "β-TCVAE (β = 6)" ;;
+    dipvae1) echo "DIP-VAE-I (λ_od = 10, λ_d = 100)" ;;
+    dipvae2) echo "DIP-VAE-II (λ_od = λ_d = 10)" ;;
+    factorvae) echo "FactorVAE (γ = 30)" ;;
+    laddervae) echo "LadderVAE (6 + 4 latents)" ;;
+    ivae) echo "iVAE (u = shape, one-hot)" ;;
+    *) echo "error: unknown model '$1' in MODELS" >&2; exit 2 ;;
+  esac
+}
+
+for model in ${MODELS}; do
+  label "${model}" > /dev/null  # an unknown model stops here, before any run
+done
+
+one_slice() {  # returns 0 when every model is done, 3 when the slice's time is spent
+  local model workdir seed seed_dir record status
+  for model in ${MODELS}; do
+    workdir="${ROOT}/${model}"
+    if [[ ! -e "${workdir}/.zoo_trained" ]]; then
+      out_of_time && return "${EXIT_PAUSED}"
+      status=0
+      "${PYTHON}" -m causal_disent.main --config="configs/${model}_dsprites_synth.py" \
+        --workdir="${workdir}" --max_minutes="$(minutes_left)" --config.num_seeds="${SEEDS}" \
+        --config.vae.train.num_steps="${STEPS}" --config.vae.train.steps_per_call=10 \
+        --config.vae.train.device_data=on "$@" || status=$?
+      [[ "${status}" -eq 0 ]] || return "${status}"
+      touch "${workdir}/.zoo_trained"  # a finished run; its rerun would only reload it
+    fi
+    for (( seed = 0; seed < SEEDS; seed++ )); do
+      seed_dir="${workdir}/seeds/seed_${seed}"
+      if [[ ! -e "${seed_dir}/metrics_card.json" ]]; then
+        out_of_time && return "${EXIT_PAUSED}"
+        "${PYTHON}" -m causal_disent.evaluate --workdir="${seed_dir}" --metrics=all || return $?
+      fi
+    done
+    record="${RECORDS}/zoo_dsprites_synth_gpu_${model}.json"
+    if [[ ! -e "${record}" ]]; then
+      "${PYTHON}" -m causal_disent.summarize --group="$(label "${model}")=${workdir}" \
+        --record="${record}" || return $?
+    fi
+  done
+}
+
+while true; do
+  started=$(date +%s)
+  status=0
+  one_slice "$@" || status=$?  # `|| ...` keeps set -e from ending on status 3
+  if [[ "${until_done}" == false || "${status}" -ne "${EXIT_PAUSED}" ]]; then
+    exit "${status}"
+  fi
+  echo "slice paused; starting the next one" >&2
+done

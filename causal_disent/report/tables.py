@@ -67,7 +67,8 @@ def _gpu_loop_runs(results: Results) -> dict[str, dict]:
     machine: k = 1 with host data (400 steps), k = 10 with device data (400 steps,
     then 1000 steps after the metrics writer's thread: β-VAE's printed row, the
     8 stacked seeds' record; then one record a case after the saves' check compiled
-    with the first call)."""
+    with the first call; then β-VAE's record with the saves on a thread of their
+    own, since undone)."""
     folder = results.directory / GPU_LOOP_FOLDER
     last = lambda name: json.loads((folder / name).read_text().strip().splitlines()[-1])  # noqa: E731
     stacked = results.record("loop_overhead_gpu_k10_s8")["figures"]

@@ -13,9 +13,14 @@
 # slice whose time runs out saves a checkpoint, the next resumes it), its seeds
 # scored (skipped once their card is written), then summarised into
 # RECORDS/zoo_dsprites_synth_gpu_<model>.json (default RECORDS: results), whose
-# runs' histories give each model's training minutes. Exit status: 0 when every
-# model is done, 3 when the slice's time was spent (run it again to continue),
-# anything else an error. Extra arguments go to every training run.
+# runs' histories give each model's training minutes. Training stops within the
+# slice; a metric card (10 000 samples a metric, its classifiers on the host: 10
+# minutes on 2 CPU cores) has no time limit of its own, so one starts only while
+# CARD_MINUTES (default 4) are left in the slice: set it to what a card takes on
+# your machine (a card cut short by a command's limit is computed again). Exit
+# status: 0 when every model is done, 3 when the slice's time was spent (run it
+# again to continue), anything else an error. Extra arguments go to every training
+# run.
 set -euo pipefail
 
 : "${ROOT:?set ROOT to the zoo directory (shared by every slice)}"
@@ -25,6 +30,7 @@ RECORDS="$(realpath -m "${RECORDS:-results}")"
 cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repository root: configs/, .venv/
 PYTHON="${PYTHON:-.venv/bin/python}"
 MAX_MINUTES="${MAX_MINUTES:-9}"
+CARD_MINUTES="${CARD_MINUTES:-4}"
 MODELS="${MODELS:-betavae annealedvae betatcvae dipvae1 dipvae2 factorvae laddervae ivae}"
 SEEDS=3
 EXIT_PAUSED=3  # causal_disent.main.EXIT_PAUSED
@@ -40,8 +46,8 @@ minutes_left() {  # of this slice, with two decimals
     'BEGIN { printf "%.2f", max - used / 60 }'
 }
 
-out_of_time() {
-  awk -v left="$(minutes_left)" 'BEGIN { exit !(left < 0.5) }'
+out_of_time() {  # fewer than $1 minutes left in this slice
+  awk -v left="$(minutes_left)" -v need="$1" 'BEGIN { exit !(left < need) }'
 }
 
 label() {  # the model's row label, as the CPU zoo's records name it
@@ -67,7 +73,7 @@ one_slice() {  # returns 0 when every model is done, 3 when the slice's time is 
   for model in ${MODELS}; do
     workdir="${ROOT}/${model}"
     if [[ ! -e "${workdir}/.zoo_trained" ]]; then
-      out_of_time && return "${EXIT_PAUSED}"
+      out_of_time 0.5 && return "${EXIT_PAUSED}"
       status=0
       "${PYTHON}" -m causal_disent.main --config="configs/${model}_dsprites_synth.py" \
         --workdir="${workdir}" --max_minutes="$(minutes_left)" --config.num_seeds="${SEEDS}" \
@@ -79,7 +85,7 @@ one_slice() {  # returns 0 when every model is done, 3 when the slice's time is 
     for (( seed = 0; seed < SEEDS; seed++ )); do
       seed_dir="${workdir}/seeds/seed_${seed}"
       if [[ ! -e "${seed_dir}/metrics_card.json" ]]; then
-        out_of_time && return "${EXIT_PAUSED}"
+        out_of_time "${CARD_MINUTES}" && return "${EXIT_PAUSED}"
         "${PYTHON}" -m causal_disent.evaluate --workdir="${seed_dir}" --metrics=all || return $?
       fi
     done

@@ -2,10 +2,10 @@
 
 The evaluations and figures at the end of a stage run once per trained model, and a
 stacked run (train/seed_stacking.py) has one model per seed. A function jitted inside
-such a call, closing over the parameters, compiles again for every seed with the
-parameters folded in as constants; these take the model as a static argument (a
-Flax module compares and hashes by its fields), so every seed with the same model and
-input shape reuses one compiled program.
+such a call compiles again for every seed (and one closing over the parameters folds
+them in as constants); these take the model as a static argument (a Flax module
+compares and hashes by its fields), so every seed with the same model and input
+shape reuses one compiled program.
 """
 
 import functools

@@ -31,7 +31,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repository root: configs/, .venv/
 PYTHON="${PYTHON:-.venv/bin/python}"
 MAX_MINUTES="${MAX_MINUTES:-9}"
 CARD_MINUTES="${CARD_MINUTES:-4}"
-MODELS="${MODELS:-betavae annealedvae betatcvae dipvae1 dipvae2 factorvae laddervae ivae}"
+ZOO="betavae annealedvae betatcvae dipvae1 dipvae2 factorvae laddervae ivae"
+MODELS="${MODELS:-${ZOO}}"
 SEEDS=3
 EXIT_PAUSED=3  # causal_disent.main.EXIT_PAUSED
 until_done=false
@@ -60,7 +61,7 @@ label() {  # the model's row label, as the CPU zoo's records name it
     factorvae) echo "FactorVAE (γ = 30)" ;;
     laddervae) echo "LadderVAE (6 + 4 latents)" ;;
     ivae) echo "iVAE (u = shape, one-hot)" ;;
-    *) echo "error: unknown model '$1' in MODELS" >&2; exit 2 ;;
+    *) echo "error: unknown model '$1' in MODELS; the zoo's: ${ZOO}" >&2; exit 2 ;;
   esac
 }
 

@@ -18,12 +18,7 @@ set -euo pipefail
 WORKDIR="$(realpath -m "${WORKDIR}")"  # before leaving the caller's directory
 cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repository root: configs/, .venv/
 PYTHON="${PYTHON:-.venv/bin/python}"
-EXIT_PAUSED=3  # causal_disent.main.EXIT_PAUSED
-until_done=false
-if [[ "${1:-}" == "--until-done" ]]; then
-  until_done=true
-  shift
-fi
+source launch/slices.sh
 export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-${WORKDIR}/jax_cache}"
 
 run_slice() {
@@ -31,11 +26,4 @@ run_slice() {
     --workdir="${WORKDIR}" --max_minutes="${MAX_MINUTES:-9}" "$@"
 }
 
-while true; do
-  status=0
-  run_slice "$@" || status=$?  # `|| ...` keeps set -e from ending on status 3
-  if [[ "${until_done}" == false || "${status}" -ne "${EXIT_PAUSED}" ]]; then
-    exit "${status}"
-  fi
-  echo "slice paused; starting the next one" >&2
-done
+run_slices run_slice "$@"

@@ -34,12 +34,7 @@ CARD_MINUTES="${CARD_MINUTES:-4}"
 ZOO="betavae annealedvae betatcvae dipvae1 dipvae2 factorvae laddervae ivae"
 MODELS="${MODELS:-${ZOO}}"
 SEEDS=3
-EXIT_PAUSED=3  # causal_disent.main.EXIT_PAUSED
-until_done=false
-if [[ "${1:-}" == "--until-done" ]]; then
-  until_done=true
-  shift
-fi
+source launch/slices.sh
 export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-${ROOT}/jax_cache}"
 
 minutes_left() {  # of this slice, with two decimals
@@ -71,6 +66,7 @@ done
 
 one_slice() {  # returns 0 when every model is done, 3 when the slice's time is spent
   local model workdir seed seed_dir record status
+  started=$(date +%s)
   for model in ${MODELS}; do
     workdir="${ROOT}/${model}"
     if [[ ! -e "${workdir}/.zoo_trained" ]]; then
@@ -98,12 +94,4 @@ one_slice() {  # returns 0 when every model is done, 3 when the slice's time is 
   done
 }
 
-while true; do
-  started=$(date +%s)
-  status=0
-  one_slice "$@" || status=$?  # `|| ...` keeps set -e from ending on status 3
-  if [[ "${until_done}" == false || "${status}" -ne "${EXIT_PAUSED}" ]]; then
-    exit "${status}"
-  fi
-  echo "slice paused; starting the next one" >&2
-done
+run_slices one_slice "$@"

@@ -6,6 +6,8 @@ checkpoint at step s therefore sees exactly the batches an uninterrupted run wou
 with no iterator state to save. Each host renders only its slice of the global batch.
 """
 
+import concurrent.futures
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -120,17 +122,53 @@ def labelled_batches(image_source, labels: np.ndarray, batcher: EpochShuffledBat
     return batch_stream(batch, first_step, last_step, prefetch)
 
 
+def all_images(dataset, indices: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """The images at `indices`, in order, as one uint8 array [N, *image_shape].
+
+    For rendering a whole split at once (the device table, CachedImages): chunks of
+    `chunk` images go to a pool of threads, one per core (at most MAX_RENDER_THREADS),
+    since NumPy lets go of the interpreter lock while it draws, gathers or decodes,
+    and each writes its rows straight into the result (no second copy to join the
+    chunks). `dataset.images` must therefore be safe to call from several threads,
+    as the prefetching thread already needs. An error in any chunk is raised here;
+    on one, or on Ctrl-C, the chunks not yet started are dropped."""
+    indices = np.asarray(indices, np.int64)
+    images = np.empty((len(indices), *dataset.image_shape), np.uint8)
+
+    def fill(start: int) -> None:
+        images[start:start + chunk] = dataset.images(indices[start:start + chunk])
+
+    starts = range(0, len(indices), chunk)
+    pool = concurrent.futures.ThreadPoolExecutor(min(render_threads(), max(len(starts), 1)))
+    try:
+        for _ in pool.map(fill, starts):  # re-raises a chunk's error
+            pass
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return images
+
+
+# Beyond this, more threads only add memory for their chunks: the host of a TPU VM
+# has a few hundred cores.
+MAX_RENDER_THREADS = 32
+
+
+def render_threads() -> int:
+    """Threads that render a split: the cores this process may use, capped."""
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
+    return max(1, min(cores, MAX_RENDER_THREADS))
+
+
 class CachedImages:
     """The images of some flat indices rendered once and kept in memory (uint8): for
     datasets whose rendering costs more than a training step."""
 
-    def __init__(self, dataset, indices: np.ndarray, chunk: int = 512):
+    def __init__(self, dataset, indices: np.ndarray):
         indices = np.asarray(indices, np.int64)
         self._row = np.full(dataset.num_images, -1, np.int64)
         self._row[indices] = np.arange(len(indices))
-        self._images = np.concatenate(
-            [dataset.images(indices[s : s + chunk]) for s in range(0, len(indices), chunk)]
-        )
+        self._images = all_images(dataset, indices)
 
     def images(self, index: np.ndarray) -> np.ndarray:
         rows = self._row[np.asarray(index)]

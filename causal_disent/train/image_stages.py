@@ -68,8 +68,7 @@ def image_device_data(stage: str, dataset, batchers: list[pipeline.EpochShuffled
                       for values in per_image.values())
     if not device_data.wanted(stage, train_config, image_bytes + value_bytes):
         return None
-    table = {"image": np.concatenate([dataset.images(indices[start:start + TABLE_CHUNK])
-                                      for start in range(0, len(indices), TABLE_CHUNK)])}
+    table = {"image": pipeline.all_images(dataset, indices)}
     for name, values in per_image.items():
         table[name] = np.asarray(values(indices))
     rows = [device_data.row_batcher(batcher) for batcher in batchers]
@@ -90,10 +89,6 @@ def image_device_data(stage: str, dataset, batchers: list[pipeline.EpochShuffled
         batches=pipeline.batch_stream(batch, first_step, total_steps,
                                       train_config.prefetch_batches),
         gather=gather)
-
-
-# Images rendered at a time while the device table is built.
-TABLE_CHUNK = 4096
 
 
 def evaluate_on_test(stage: str, evaluate: Callable[[np.ndarray], dict],

@@ -43,6 +43,9 @@ def test_host_slices_tile_the_global_batch():
 class _Counting:
     """A stand-in dataset whose 'image' is its index."""
 
+    image_shape = (1,)
+    num_images = 64
+
     def images(self, index):
         if np.any(index < 0):
             raise ValueError("negative index")
@@ -67,3 +70,26 @@ def test_errors_in_the_prefetch_thread_reach_the_consumer():
 def test_unknown_dataset_suggests_the_closest_name():
     with pytest.raises(ValueError, match="Did you mean 'shapes3d_synth'"):
         registry.get_dataset("shapes3d_synt")
+
+
+@pytest.mark.parametrize("name", ["dsprites_synth", "shapes3d_synth", "pendulum", "flow"])
+def test_a_whole_split_rendered_on_threads_equals_one_render(name, monkeypatch):
+    monkeypatch.setattr(pipeline, "render_threads", lambda: 3)
+    dataset = registry.get_dataset(name)
+    index = np.random.default_rng(0).choice(dataset.num_images, 23)
+    images = pipeline.all_images(dataset, index, chunk=4)
+    assert images.dtype == np.uint8 and images.shape == (23, *dataset.image_shape)
+    np.testing.assert_array_equal(images, dataset.images(index))
+
+
+def test_an_error_in_one_chunk_of_a_split_is_raised():
+    with pytest.raises(ValueError, match="negative index"):
+        pipeline.all_images(_Counting(), np.arange(-3, 20), chunk=4)
+
+
+def test_a_cached_split_gives_the_images_of_its_indices():
+    cached = pipeline.CachedImages(_Counting(), np.array([9, 2, 30]))
+    np.testing.assert_array_equal(cached.images(np.array([30, 9])),
+                                  _Counting().images(np.array([30, 9])))
+    with pytest.raises(ValueError, match="outside the cached images"):
+        cached.images(np.array([3]))

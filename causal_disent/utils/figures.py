@@ -193,12 +193,12 @@ def draw_image_grid(
     layout = _grid_layout(texts, renderer, rows, cols, height * upscale, width * upscale, pad)
     figure.set_size_inches(_inches(layout.width), _inches(layout.height))
     texts.place(layout)
-    for row in range(rows):
-        for column in range(cols):
-            if present is None or present[row, column]:
-                _place_image(figure, layout, row, column, images[row, column], upscale)
-            elif cell_labels is not None:
-                texts.cells[row][column].set_visible(False)  # a blank cell has no caption
+    present = np.ones((rows, cols), bool) if present is None else np.asarray(present, bool)
+    figure.figimage(_grid_canvas(layout, images, present, upscale), xo=0, yo=0,
+                    origin="upper")
+    if cell_labels is not None:
+        for row, column in zip(*np.nonzero(~present)):
+            texts.cells[row][column].set_visible(False)  # a blank cell has no caption
     return figure, layout
 
 
@@ -262,16 +262,21 @@ def _grid_layout(texts: _GridTexts, renderer, rows: int, cols: int, cell_height:
                       row_pitch=row_pitch, column_pitch=column_pitch)
 
 
-def _place_image(figure: Figure, layout: GridLayout, row: int, column: int,
-                 image: np.ndarray, upscale: int) -> None:
-    """Draws one image 1:1 in PNG pixels (figimage does not resample), on a frame
-    one pixel wider all round so that white images stand out from the page."""
-    y, x = layout.cell_origin(row, column)
-    bottom = layout.height - y - layout.cell_height
-    big = image.repeat(upscale, axis=0).repeat(upscale, axis=1)
-    frame = np.full((big.shape[0] + 2, big.shape[1] + 2, 3), _FRAME_GREY, np.uint8)
-    figure.figimage(frame, xo=x - 1, yo=bottom - 1, origin="upper")
-    figure.figimage(big, xo=x, yo=bottom, origin="upper")
+def _grid_canvas(layout: GridLayout, images: np.ndarray, present: np.ndarray,
+                 upscale: int) -> np.ndarray:
+    """RGBA [height, width, 4] of the whole PNG: each present image upscaled at its
+    cell, on a frame one pixel wider all round (so that white images stand out from
+    the page), the rest transparent. Drawn as one figimage, which does not resample,
+    so every image pixel lands 1:1 in the PNG; one image instead of two per cell
+    saves matplotlib most of its time on a grid of a hundred cells."""
+    canvas = np.zeros((layout.height, layout.width, 4), np.uint8)
+    for row, column in zip(*np.nonzero(present)):
+        y, x = layout.cell_origin(row, column)
+        big = images[row, column].repeat(upscale, axis=0).repeat(upscale, axis=1)
+        height, width = big.shape[:2]
+        canvas[y - 1:y + height + 1, x - 1:x + width + 1] = (_FRAME_GREY,) * 3 + (255,)
+        canvas[y:y + height, x:x + width, :3] = big
+    return canvas
 
 
 def _display_rgb(images: np.ndarray) -> np.ndarray:

@@ -37,6 +37,10 @@ def test_every_image_lands_pixel_exact_where_the_layout_says(tmp_path):
             y, x = layout.cell_origin(row, column)
             expected = images[row, column].repeat(3, axis=0).repeat(3, axis=1)
             np.testing.assert_array_equal(pixels[y:y + 24, x:x + 24], expected)
+            # A one-pixel grey frame all round.
+            ring = np.concatenate([pixels[y - 1, x - 1:x + 25], pixels[y + 24, x - 1:x + 25],
+                                   pixels[y:y + 24, x - 1], pixels[y:y + 24, x + 24]])
+            assert (ring == 190).all()
     # The labels take room: the title and column labels above, row labels left.
     assert layout.top > 20 and layout.left > 20
 
@@ -48,7 +52,7 @@ def test_grey_and_rgba_images_are_drawn_as_rgb_and_blank_cells_stay_white(tmp_pa
     pixels = saved_pixels(figure, tmp_path / "grey.png")
     (y, x), (_, blank_x) = layout.cell_origin(0, 0), layout.cell_origin(0, 1)
     np.testing.assert_array_equal(pixels[y:y + 8, x:x + 8], grey[0, 0].repeat(3, axis=-1))
-    assert (pixels[y:y + 8, blank_x:blank_x + 8] == 255).all()
+    assert (pixels[y - 1:y + 9, blank_x - 1:blank_x + 9] == 255).all()  # no frame either
 
     rgba = random_images(1, 1, channels=4)
     figure, layout = figures.draw_image_grid(rgba, title="rgba", row_labels=["row"], upscale=1)

@@ -118,11 +118,16 @@ def seed_metrics(metrics: dict) -> dict:
 
 def seed_state(state, index: int):
     """Model `index`'s own TrainState out of the stacked one."""
+    params, opt_state = _take((state.params, state.opt_state), index)
+    return state.replace(params=params, opt_state=opt_state)
 
-    def take(tree):
-        return jax.tree.map(lambda leaf: leaf[index], tree)
 
-    return state.replace(params=take(state.params), opt_state=take(state.opt_state))
+@jax.jit
+def _take(tree, index):
+    """Every leaf's row `index`: one compiled program whatever the seed (indexing
+    leaf by leaf outside jit compiled an operation per leaf shape, 2.2 s on 2 CPU
+    cores for β-VAE's 74 leaves; 0.85 s now)."""
+    return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
 def write_seed_run(state, index: int, config: ml_collections.ConfigDict, stage: str,

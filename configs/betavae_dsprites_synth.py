@@ -95,9 +95,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # dispatch; logs, checkpoints and curve points then fall on multiples of k.
     train.steps_per_call = 1
     # Training data on the devices, the host sending row indices (train/device_data.py):
-    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device.
+    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device and in
+    # half of each device's free memory.
     train.device_data = "auto"
-    train.device_data_max_gb = 4.0
+    train.device_data_max_gb = 16.0
     train.num_eval_images = 0  # test images scored at the end (0 = the whole split)
     train.eval_batch_size = 256
     # Learning curve (0 = none): every eval_every_steps, the test NLL, MSE and KL of

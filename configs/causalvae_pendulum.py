@@ -163,9 +163,10 @@ def base_config(dataset_name: str) -> ml_collections.ConfigDict:
     train.steps_per_call = 1
     # Training images and labels on the devices, the host sending row indices
     # (train/device_data.py): "auto" = on GPUs and TPUs when they fit in
-    # device_data_max_gb per device (then train.cache_images is not needed).
+    # device_data_max_gb per device and in half of each device's free memory (then
+    # train.cache_images is not needed).
     train.device_data = "auto"
-    train.device_data_max_gb = 4.0
+    train.device_data_max_gb = 16.0
     # Render the training images once and keep them in memory (~200 MB for Pendulum).
     train.cache_images = True
     train.num_eval_images = 0  # test images scored at the end (0 = all)

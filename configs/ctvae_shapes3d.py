@@ -83,9 +83,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # dispatch; logs, checkpoints and curve points then fall on multiples of k.
     train.steps_per_call = 1
     # Training data on the devices, the host sending row indices (train/device_data.py):
-    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device.
+    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device and in
+    # half of each device's free memory.
     train.device_data = "auto"
-    train.device_data_max_gb = 4.0
+    train.device_data_max_gb = 16.0
     # Test images evaluated at the end (0 = the whole test split).
     train.num_eval_images = 0
     train.eval_batch_size = 256
@@ -159,9 +160,10 @@ def _add_ct_stage(config: ml_collections.ConfigDict) -> None:
     # dispatch; logs, checkpoints and curve points then fall on multiples of k.
     train.steps_per_call = 1
     # Training data on the devices, the host sending row indices (train/device_data.py):
-    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device.
+    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device and in
+    # half of each device's free memory.
     train.device_data = "auto"
-    train.device_data_max_gb = 4.0
+    train.device_data_max_gb = 16.0
     train.num_eval_pairs = 2000
     train.eval_batch_size = 64
     # The headline accuracy takes every action's mask and graph at their most likely

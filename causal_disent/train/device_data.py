@@ -8,10 +8,14 @@ compiled step gathers its batch itself. The batches are the host pipeline's to t
 byte, so training matches it within float rounding (XLA may fuse the gather with
 the first layer).
 
-`train.device_data`: "auto" (on for GPUs and TPUs when the table fits in
-`train.device_data_max_gb` per device; on a CPU the devices are host memory, so
-there is nothing to save), "on" (also on a CPU; still falls back to the host
-pipeline, with one log line, when the table does not fit) or "off".
+`train.device_data`: "auto" (on for GPUs and TPUs when the table fits; on a CPU the
+devices are host memory, so there is nothing to save), "on" (also on a CPU; still
+falls back to the host pipeline, with one log line, when the table does not fit) or
+"off". A table fits when it is at most `train.device_data_max_gb` and at most
+MAX_SHARE_OF_FREE_MEMORY of the free memory of every device that reports it (GPUs
+and TPUs), so that a large limit cannot take the memory the step needs; with several
+processes, the device with least free memory of all decides for every process, since
+all must run the same compiled step.
 """
 
 from __future__ import annotations
@@ -58,10 +62,15 @@ def check_config(config) -> None:
                              f"got {limit!r}")
 
 
+# Of a device's free memory, the most a table may take: the rest is for the model, its
+# optimiser state and the step's activations.
+MAX_SHARE_OF_FREE_MEMORY = 0.5
+
+
 def wanted(stage: str, train_config, table_bytes: int, platform: str | None = None) -> bool:
     """Whether `stage` keeps its table of `table_bytes` on the devices, by the train
-    section's `device_data` and `device_data_max_gb` and the devices' `platform`
-    (default: JAX's); says why when it does not fit."""
+    section's `device_data` and `device_data_max_gb`, the devices' `platform`
+    (default: JAX's) and their free memory; says why when it does not fit."""
     setting = train_config.get("device_data", "off")
     platform = platform or jax.devices()[0].platform
     if setting == "off" or (setting == "auto" and platform == "cpu"):
@@ -72,9 +81,39 @@ def wanted(stage: str, train_config, table_bytes: int, platform: str | None = No
                     f"train.device_data_max_gb = {limit / 1e9:g}: batches come from the "
                     "host pipeline")
         return False
+    free = least_free_device_bytes()
+    if free is not None and table_bytes > MAX_SHARE_OF_FREE_MEMORY * free:
+        console.say(f"[{stage}] training data of {table_bytes / 1e9:.2f} GB is over "
+                    f"{MAX_SHARE_OF_FREE_MEMORY:.0%} of a device's free memory "
+                    f"({free / 1e9:.2f} GB): batches come from the host pipeline")
+        return False
     console.say(f"[{stage}] training data on the devices "
                 f"({table_bytes / 1e6:.1f} MB on each)")
     return True
+
+
+def least_free_device_bytes() -> int | None:
+    """The least free memory of any device of any process, in bytes (the same on every
+    process), or None when a device does not report it (a CPU)."""
+    devices = jax.local_devices()
+    free = [_free_bytes(device) for device in devices]
+    known = None if None in free else min(free)
+    if jax.process_count() == 1 or devices[0].platform == "cpu":
+        return known
+    from jax.experimental import multihost_utils
+
+    # In MiB as float32 (JAX's default integers would overflow); -1: this process's
+    # devices do not say, and then no process uses the figure.
+    mib = np.float32(-1 if known is None else known / 2**20)
+    everyone = np.asarray(multihost_utils.process_allgather(mib))
+    return None if (everyone < 0).any() else int(everyone.min() * 2**20)
+
+
+def _free_bytes(device) -> int | None:
+    stats = device.memory_stats()
+    if not stats or "bytes_limit" not in stats:
+        return None
+    return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
 
 
 def place(table: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:

@@ -295,6 +295,45 @@ def test_device_code_batches_equal_the_host_code_cache_batches():
 # When the table goes to the devices -------------------------------------------------------
 
 
+class _Device:
+    def __init__(self, stats):
+        self.stats, self.platform = stats, "gpu"
+
+    def memory_stats(self):
+        return self.stats
+
+
+def test_a_table_over_half_of_a_devices_free_memory_falls_back_with_one_line(
+        capsys, monkeypatch):
+    devices = [_Device({"bytes_limit": 10_000, "bytes_in_use": 1_000}),
+               _Device({"bytes_limit": 10_000, "bytes_in_use": 6_000})]  # 4000 free
+    monkeypatch.setattr(device_data.jax, "local_devices", lambda: devices)
+    assert device_data.least_free_device_bytes() == 4_000
+    assert device_data.wanted("vae", train_section(), 2_000, platform="gpu")
+    capsys.readouterr()
+    assert not device_data.wanted("vae", train_section(), 2_001, platform="gpu")
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "over 50% of a device's free memory" in out[0]
+    # A device that does not report its memory (a CPU) sets no such bound.
+    devices.append(_Device(None))
+    assert device_data.least_free_device_bytes() is None
+    assert device_data.wanted("vae", train_section(), 2_001, platform="gpu")
+
+
+def test_with_several_processes_the_least_free_device_of_all_decides(monkeypatch):
+    from jax.experimental import multihost_utils
+
+    monkeypatch.setattr(device_data.jax, "process_count", lambda: 2)
+    others = {"mib": np.float32(3.0)}  # the other process's least free memory
+    monkeypatch.setattr(multihost_utils, "process_allgather",
+                        lambda mine: np.array([mine, others["mib"]]))
+    devices = [_Device({"bytes_limit": 5 * 2**20, "bytes_in_use": 0})]
+    monkeypatch.setattr(device_data.jax, "local_devices", lambda: devices)
+    assert device_data.least_free_device_bytes() == 3 * 2**20
+    others["mib"] = np.float32(-1)  # its devices do not report their memory
+    assert device_data.least_free_device_bytes() is None
+
+
 def test_a_table_over_the_limit_falls_back_to_the_host_pipeline_with_one_line(capsys):
     section = train_section(device_data_max_gb=0.001)
     assert not device_data.wanted("vae", section, 2_000_000, platform="gpu")

@@ -6,13 +6,13 @@ checkpoint at step s therefore sees exactly the batches an uninterrupted run wou
 with no iterator state to save. Each host renders only its slice of the global batch.
 """
 
-import concurrent.futures
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
 
 import numpy as np
+
+from causal_disent.utils import threads
 
 
 class EpochShuffledBatches:
@@ -126,38 +126,19 @@ def all_images(dataset, indices: np.ndarray, chunk: int = 4096) -> np.ndarray:
     """The images at `indices`, in order, as one uint8 array [N, *image_shape].
 
     For rendering a whole split at once (the device table, CachedImages): chunks of
-    `chunk` images go to a pool of threads, one per core (at most MAX_RENDER_THREADS),
-    since NumPy lets go of the interpreter lock while it draws, gathers or decodes,
-    and each writes its rows straight into the result (no second copy to join the
-    chunks). `dataset.images` must therefore be safe to call from several threads,
-    as the prefetching thread already needs. An error in any chunk is raised here;
-    on one, or on Ctrl-C, the chunks not yet started are dropped."""
+    `chunk` images are rendered on a thread per core (utils/threads.py), each
+    written straight into the result (no second copy to join the chunks).
+    `dataset.images` must therefore be safe to call from several threads, as the
+    prefetching thread already needs. An error in any chunk is raised here."""
     indices = np.asarray(indices, np.int64)
     images = np.empty((len(indices), *dataset.image_shape), np.uint8)
 
     def fill(start: int) -> None:
         images[start:start + chunk] = dataset.images(indices[start:start + chunk])
 
-    starts = range(0, len(indices), chunk)
-    pool = concurrent.futures.ThreadPoolExecutor(min(render_threads(), max(len(starts), 1)))
-    try:
-        for _ in pool.map(fill, starts):  # re-raises a chunk's error
-            pass
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    for _ in threads.ordered_map(fill, range(0, len(indices), chunk)):
+        pass
     return images
-
-
-# Beyond this, more threads only add memory for their chunks: the host of a TPU VM
-# has a few hundred cores.
-MAX_RENDER_THREADS = 32
-
-
-def render_threads() -> int:
-    """Threads that render a split: the cores this process may use, capped."""
-    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-             else os.cpu_count() or 1)
-    return max(1, min(cores, MAX_RENDER_THREADS))
 
 
 class CachedImages:

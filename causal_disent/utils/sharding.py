@@ -6,6 +6,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from causal_disent.utils import threads
+
 DATA_AXIS = "data"
 
 
@@ -70,9 +72,18 @@ def padded_global_batches(num_items: int, batch_size: int, mesh: Mesh | None,
     1.0 for real items, 0.0 for the padding of the last batch, which wraps around to
     the first items (`padded_batches`). `keep` is the number of real rows, for
     outputs gathered per row; sums must weight rows by "valid".
+
+    The next batches' rows are made on other threads (utils/threads.py) while the
+    caller works on this one, so `host_rows` must be safe to call from several
+    threads (it renders or reads, and keeps no state).
     """
     local = process_slice(batch_size) if mesh is not None else slice(None)
-    for start, index, keep in padded_batches(num_items, batch_size):
+
+    def rows_of(batch: tuple) -> dict:
+        _, index, keep = batch
         valid = (np.arange(batch_size) < keep).astype(np.float32)
-        rows = {**host_rows(index[local]), "valid": valid[local]}
+        return {**host_rows(index[local]), "valid": valid[local]}
+
+    made = threads.ordered_map(rows_of, padded_batches(num_items, batch_size))
+    for (start, _, keep), rows in zip(padded_batches(num_items, batch_size), made):
         yield start, (rows if mesh is None else global_batch(rows, mesh)), keep

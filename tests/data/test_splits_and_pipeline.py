@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from causal_disent.data import pipeline, registry, splits
+from causal_disent.utils import threads
 
 
 def test_splits_partition_every_image_with_the_right_sizes():
@@ -74,7 +75,7 @@ def test_unknown_dataset_suggests_the_closest_name():
 
 @pytest.mark.parametrize("name", ["dsprites_synth", "shapes3d_synth", "pendulum", "flow"])
 def test_a_whole_split_rendered_on_threads_equals_one_render(name, monkeypatch):
-    monkeypatch.setattr(pipeline, "render_threads", lambda: 3)
+    monkeypatch.setattr(threads, "worker_count", lambda: 3)
     dataset = registry.get_dataset(name)
     index = np.random.default_rng(0).choice(dataset.num_images, 23)
     images = pipeline.all_images(dataset, index, chunk=4)

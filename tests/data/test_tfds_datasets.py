@@ -22,6 +22,7 @@ tfds = pytest.importorskip("tensorflow_datasets")
 from causal_disent.data import pipeline  # noqa: E402
 from causal_disent.data import tfds_datasets as td  # noqa: E402
 from causal_disent.data.tfds_builders import cars3d, reed2015, sprites  # noqa: E402
+from causal_disent.utils import threads  # noqa: E402
 
 
 # --------------------------------------------------------------------------- #
@@ -130,7 +131,7 @@ def test_lookup_table_maps_factors_to_their_records(shapes3d_dir):
 
 
 def test_a_whole_split_read_on_threads_equals_one_read(shapes3d_dir, monkeypatch):
-    monkeypatch.setattr(pipeline, "render_threads", lambda: 3)
+    monkeypatch.setattr(threads, "worker_count", lambda: 3)
     dataset = TinyShapes3D(data_dir=shapes3d_dir)
     index = np.array([11, 0, 5, 5, 7, 3, 9, 1])
     np.testing.assert_array_equal(pipeline.all_images(dataset, index, chunk=3),

@@ -157,6 +157,10 @@ def base_config(dataset_name: str) -> ml_collections.ConfigDict:
     train.log_every_steps = 100
     train.checkpoint_every_steps = 2000
     train.max_checkpoints_to_keep = 3
+    # A periodic save also waits for this many seconds since the last one (0 = none):
+    # on a GPU the steps of an interval sized for a CPU can pass in under a second,
+    # and each save stalls the loop.
+    train.min_seconds_between_checkpoints = 30.0
     train.prefetch_batches = 2
     # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
     # dispatch; logs, checkpoints and curve points then fall on multiples of k.
@@ -234,6 +238,7 @@ def make_tiny(config: ml_collections.ConfigDict) -> None:
     train.num_steps = 4
     train.log_every_steps = 2
     train.checkpoint_every_steps = 2
+    train.min_seconds_between_checkpoints = 0.0  # every interval: the tests stop runs between saves
     train.cache_images = False
     train.num_eval_images = 24
     train.eval_batch_size = 8

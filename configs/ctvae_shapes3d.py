@@ -78,6 +78,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     train.log_every_steps = 100
     train.checkpoint_every_steps = 2000
     train.max_checkpoints_to_keep = 3
+    # A periodic save also waits for this many seconds since the last one (0 = none):
+    # on a GPU the steps of an interval sized for a CPU can pass in under a second,
+    # and each save stalls the loop.
+    train.min_seconds_between_checkpoints = 30.0
     train.prefetch_batches = 2
     # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
     # dispatch; logs, checkpoints and curve points then fall on multiples of k.
@@ -155,6 +159,10 @@ def _add_ct_stage(config: ml_collections.ConfigDict) -> None:
     train.log_every_steps = 100
     train.checkpoint_every_steps = 5000
     train.max_checkpoints_to_keep = 3
+    # A periodic save also waits for this many seconds since the last one (0 = none):
+    # on a GPU the steps of an interval sized for a CPU can pass in under a second,
+    # and each save stalls the loop.
+    train.min_seconds_between_checkpoints = 30.0
     train.prefetch_batches = 2
     # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
     # dispatch; logs, checkpoints and curve points then fall on multiples of k.
@@ -254,6 +262,7 @@ def _make_tiny(config: ml_collections.ConfigDict) -> None:
     train.num_steps = 6
     train.log_every_steps = 2
     train.checkpoint_every_steps = 3
+    train.min_seconds_between_checkpoints = 0.0  # every interval: the tests stop runs between saves
     train.num_eval_images = 20
     train.eval_batch_size = 8
     train.eval_every_steps = 0
@@ -269,6 +278,7 @@ def _make_tiny(config: ml_collections.ConfigDict) -> None:
     ct.train.num_steps = 6
     ct.train.log_every_steps = 2
     ct.train.checkpoint_every_steps = 3
+    ct.train.min_seconds_between_checkpoints = 0.0  # every interval: the tests stop runs between saves
     ct.train.num_eval_pairs = 10
     ct.train.eval_batch_size = 4
     ct.train.num_eval_draws = 2
@@ -304,7 +314,9 @@ def _make_gpu(config: ml_collections.ConfigDict) -> None:
     train = config.mcqvae.train
     train.num_steps = 10_000
     train.log_every_steps = 500
-    train.checkpoint_every_steps = 2500  # about 16 s of work
+    # About 16 s of work on the host pipeline; saves also wait for
+    # min_seconds_between_checkpoints (30 s).
+    train.checkpoint_every_steps = 2500
     train.eval_every_steps = 2500
     train.num_curve_images = 2048
 

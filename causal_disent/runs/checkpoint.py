@@ -28,9 +28,12 @@ dispatch the next steps.
 import json
 import logging as python_logging
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
@@ -62,10 +65,15 @@ class StageCheckpoints:
         signature: dict,
         save_every_steps: int,
         max_to_keep: int,
+        min_seconds_between_saves: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.directory = checkpoint_dir(workdir, stage)
         self.signature = _as_json(signature)
         self.save_every_steps = save_every_steps
+        self.min_seconds_between_saves = min_seconds_between_saves
+        self._clock = clock
+        self._last_save = clock()  # the stage's start: nothing before it to lose
         # We decide when to save (orbax would also save the first step it sees).
         self.manager = ocp.CheckpointManager(
             self.directory,
@@ -80,8 +88,23 @@ class StageCheckpoints:
         return None if step is None else str(self.directory / str(step))
 
     def due(self, step: int) -> bool:
-        """Whether `step` is a periodic save step."""
-        return step % self.save_every_steps == 0
+        """Whether `step` is a periodic save step: a multiple of `save_every_steps` at
+        least `min_seconds_between_saves` after the last save (or the stage's start),
+        by process 0's clock. On a fast device the steps of a save interval sized for
+        a CPU take a fraction of a second, and each save stalls the loop (about
+        0.15 s a save on an H200, docs/accelerators.md); the seconds bound what a
+        crash can lose instead. With several processes and a time bound, this is a
+        collective that every process must call at the same steps."""
+        if step % self.save_every_steps != 0:
+            return False
+        if self.min_seconds_between_saves <= 0:
+            return True
+        waited = self._clock() - self._last_save >= self.min_seconds_between_saves
+        if jax.process_count() == 1:
+            return waited
+        from jax.experimental import multihost_utils  # only multi-host runs need it
+
+        return bool(multihost_utils.broadcast_one_to_all(np.array(waited)))
 
     def save(self, state, step: int, *, force: bool = False) -> None:
         """Saves `state` (at `step`, known on the host so that deciding costs no
@@ -101,6 +124,7 @@ class StageCheckpoints:
             )
         except OSError as error:
             raise _unwritable(self.directory / str(step), error) from error
+        self._last_save = self._clock()
 
     def restore_latest(self, abstract_state):
         """The newest readable saved state, placed like `abstract_state`, or None if

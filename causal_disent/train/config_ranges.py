@@ -29,6 +29,8 @@ _RULES = {
     "split_seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "learning_rate": (lambda v: _is_number(v) and math.isfinite(v) and v > 0,
                       "a finite number > 0"),
+    "min_seconds_between_checkpoints": (lambda v: _is_number(v) and math.isfinite(v)
+                                        and v >= 0, "a finite number >= 0 (0 = no bound)"),
 }
 
 

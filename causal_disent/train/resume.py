@@ -54,14 +54,16 @@ def open_stage(
     mesh: Mesh,
     total_steps: int,
 ):
-    """The stage's checkpoints (per `train_config`'s checkpoint_every_steps and
-    max_checkpoints_to_keep) and `start_or_resume`'s (state, first_step,
-    finished_results); the checkpoints are already closed when the stage is finished.
+    """The stage's checkpoints (per `train_config`'s checkpoint_every_steps,
+    min_seconds_between_checkpoints and max_checkpoints_to_keep) and
+    `start_or_resume`'s (state, first_step, finished_results); the checkpoints are
+    already closed when the stage is finished.
     """
     checkpoints = StageCheckpoints(
         workdir, stage, signature,
         save_every_steps=train_config.checkpoint_every_steps,
         max_to_keep=train_config.max_checkpoints_to_keep,
+        min_seconds_between_saves=train_config.get("min_seconds_between_checkpoints", 0.0),
     )
     state, first_step, finished = start_or_resume(
         stage=stage, workdir=workdir, checkpoints=checkpoints, create_state=create_state,

@@ -1,9 +1,11 @@
 import jax
 import jax.numpy as jnp
+import ml_collections
 import optax
 import pytest
 
 from causal_disent.runs import checkpoint
+from causal_disent.train import config_ranges
 from causal_disent.train.state import TrainState
 
 
@@ -51,3 +53,41 @@ def test_corrupt_only_checkpoint_is_a_clear_error_and_nothing_is_deleted(tmp_pat
         checkpoints.restore_latest(jax.eval_shape(make_state))
     checkpoints.close()
     assert sorted(p for p in step_dir.rglob("*")) == files_before
+
+
+def test_periodic_saves_wait_for_the_seconds_since_the_last_save(tmp_path):
+    now = [100.0]
+    checkpoints = checkpoint.StageCheckpoints(tmp_path, "mcqvae", {"model": 1}, 2, 5,
+                                              min_seconds_between_saves=10.0,
+                                              clock=lambda: now[0])
+    now[0] = 105.0  # 5 s after the stage's start
+    assert not checkpoints.due(3)  # not a multiple of the interval
+    assert not checkpoints.due(4)  # too soon after the start
+    now[0] = 110.0
+    assert checkpoints.due(6)
+    checkpoints.save(make_state(), 6, force=True)
+    now[0] = 119.0
+    assert not checkpoints.due(8)  # too soon after that save
+    checkpoints.save(make_state(), 9, force=True)  # a forced save happens anyway...
+    now[0] = 125.0
+    assert not checkpoints.due(10)  # ...and restarts the wait
+    now[0] = 129.5
+    assert checkpoints.due(12)
+    checkpoints.close()
+    assert checkpoints.manager.all_steps() == [6, 9]
+
+
+def test_without_a_time_bound_every_interval_is_a_save(tmp_path):
+    checkpoints = checkpoint.StageCheckpoints(tmp_path, "mcqvae", {"model": 1}, 2, 5,
+                                              clock=lambda: 0.0)
+    assert [step for step in range(1, 9) if checkpoints.due(step)] == [2, 4, 6, 8]
+    checkpoints.close()
+
+
+@pytest.mark.parametrize("value", [-1.0, float("nan"), "30"])
+def test_a_bad_time_between_saves_is_refused(value):
+    config = ml_collections.ConfigDict(
+        {"vae": {"train": {"min_seconds_between_checkpoints": value}}})
+    with pytest.raises(ValueError, match=r"vae.train.min_seconds_between_checkpoints must be "
+                                         r"a finite number >= 0 \(0 = no bound\)"):
+        config_ranges.check_ranges(config)

@@ -1,5 +1,6 @@
 import jax
 import jax.numpy as jnp
+import numpy as np
 import ml_collections
 import optax
 import pytest
@@ -91,3 +92,20 @@ def test_a_bad_time_between_saves_is_refused(value):
     with pytest.raises(ValueError, match=r"vae.train.min_seconds_between_checkpoints must be "
                                          r"a finite number >= 0 \(0 = no bound\)"):
         config_ranges.check_ranges(config)
+
+
+def test_with_several_processes_process_0s_clock_decides(tmp_path, monkeypatch):
+    from jax.experimental import multihost_utils
+
+    checkpoints = checkpoint.StageCheckpoints(tmp_path, "mcqvae", {"model": 1}, 2, 5,
+                                              min_seconds_between_saves=10.0,
+                                              clock=iter([0.0, 50.0, 50.0]).__next__)
+    process_0_waited = {"value": False}
+    monkeypatch.setattr(checkpoint.jax, "process_count", lambda: 2)
+    monkeypatch.setattr(multihost_utils, "broadcast_one_to_all",
+                        lambda mine: np.array(process_0_waited["value"]))
+    assert not checkpoints.due(2)  # this process has waited 50 s; process 0 says no
+    process_0_waited["value"] = True
+    assert checkpoints.due(4)
+    monkeypatch.undo()  # orbax asks jax how many processes there are, too
+    checkpoints.close()

@@ -27,10 +27,14 @@ Neither run is bound by the GPU: a stand-alone step takes 1.5 ms (S = 1) and 8.7
 rest of each step's time goes outside the compiled step (the input pipeline and the
 loop, not timed apart here).
 
-The last line is JSON with every figure.
+Each run's time is also split at its log.txt lines (PHASES): imports, setup (init,
+training data, the step-0 curve point), training (compilation, steps, curve points,
+saves), evaluation, figures and exit, so that a GPU run says where its fixed costs
+lie. The last line is JSON with every figure.
 """
 
 import argparse
+import datetime
 import json
 import shutil
 import subprocess
@@ -68,15 +72,63 @@ def timed_run(config: str, workdir: Path, overrides: list[str]) -> float:
         return earlier["seconds"]
     shutil.rmtree(workdir, ignore_errors=True)  # a run cut short would resume, not start
     workdir.mkdir(parents=True)
-    start = time.perf_counter()
+    started_at, start = time.time(), time.perf_counter()
     with open(workdir / "stdout.txt", "w") as out:
         completed = subprocess.run(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - start
     if completed.returncode != 0:
         tail = (workdir / "stdout.txt").read_text().splitlines()[-20:]
         sys.exit(f"{' '.join(command)} failed (exit {completed.returncode}):\n" + "\n".join(tail))
-    timing.write_text(json.dumps({"command": command, "seconds": seconds}))
+    timing.write_text(json.dumps({"command": command, "seconds": seconds,
+                                  "started_at": started_at}))
     print(f"{workdir.name}: {seconds:.1f} s", flush=True)
+    return seconds
+
+
+# Where a run's wall time went, between the first log.txt line at or after each
+# marker (the last one for the "last" markers): (phase, marker that ends it, last?).
+PHASES = (
+    ("imports", None, False),  # process start -> the run's first log line
+    ("setup", "compiling the", False),  # init, training data, the step-0 curve point
+    ("training", "steps/s", True),  # compilation, steps, curve points, saves
+    ("evaluation", "results:", True),  # the test scores (every seed's)
+    ("figures", "summary", False),
+)
+
+
+def phase_seconds(run_dir: Path) -> dict[str, float]:
+    """Seconds of each of PHASES and of "exit" (the summary to the process's end),
+    from the run's log.txt and the start and length kept in its TIMING_FILE; {} for
+    a run timed before its start was kept, or whose log lacks a marker."""
+    timing_file, log = run_dir / TIMING_FILE, run_dir / "log.txt"
+    if not (timing_file.is_file() and log.is_file()):
+        return {}
+    timing = json.loads(timing_file.read_text())
+    if "started_at" not in timing:
+        return {}
+    lines = []  # (epoch seconds, message)
+    for line in log.read_text().splitlines():
+        day, clock, _level, message = (line.split(" ", 3) + ["", "", "", ""])[:4]
+        try:  # logging's local time, as time.time() counts it
+            when = datetime.datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S,%f")
+        except ValueError:  # the next line of a message of several lines
+            if lines:
+                lines[-1] = (lines[-1][0], f"{lines[-1][1]}\n{line}")
+            continue
+        lines.append((when.timestamp(), message))
+    if not lines:
+        return {}
+    seconds, previous = {}, timing["started_at"]
+    for phase, marker, last in PHASES:
+        if marker is None:
+            ended = lines[0][0]
+        else:
+            times = [when for when, message in lines if marker in message and when >= previous]
+            if not times:
+                return {}
+            ended = times[-1] if last else times[0]
+        seconds[phase], previous = ended - previous, ended
+    seconds["exit"] = timing["started_at"] + timing["seconds"] - previous
     return seconds
 
 
@@ -116,13 +168,21 @@ def main() -> None:
     print("sequential runs (s): " + " ".join(f"{s:.1f}" for s in sequential))
     print(f"{args.seeds} sequential runs {sum(sequential):.0f} s, one stacked run {stacked:.0f} s: "
           f"{sum(sequential) / stacked:.2f}x less wall time")
+    names = [f"seed_{k}" for k in range(args.seeds)] + ["stacked"]
+    phases = {name: phase_seconds(root / name) for name in names}
+    print("where each run's time went (s): " + ", ".join(
+        phase for phase, _, _ in PHASES) + ", exit")
+    for name in names:
+        if phases[name]:
+            print(f"  {name}: " + " ".join(f"{value:.1f}" for value in phases[name].values()))
     print("test NLL per seed, sequential / stacked:")
     for k, (a, b) in enumerate(zip(sequential_nll, stacked_nll)):
         print(f"  seed {k}: {a:.2f} / {b:.2f}")
     figures = {"config": args.config, "overrides": overrides, "seeds": args.seeds,
                "sequential_s": sequential,
                "stacked_s": stacked, "speedup": sum(sequential) / stacked,
-               "sequential_test_nll": sequential_nll, "stacked_test_nll": stacked_nll}
+               "sequential_test_nll": sequential_nll, "stacked_test_nll": stacked_nll,
+               "phase_seconds": phases}
     print(json.dumps(figures))
     records.write_or_exit(recorder, figures)
 

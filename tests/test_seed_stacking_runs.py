@@ -1,7 +1,9 @@
 """benchmarks/seed_stacking_runs.py's arguments: `--config.X=V` reaches every run,
 anything else is one `error:` line before any run (the runs themselves are faked)."""
 
+import datetime
 import importlib
+import json
 import sys
 import types
 
@@ -51,3 +53,31 @@ def test_a_rerun_with_the_same_root_times_only_the_runs_not_finished(monkeypatch
     assert not (cut_short / "leftover_checkpoint").exists()  # started from nothing
     with pytest.raises(SystemExit, match=r"^error: .*seed_0 holds a run of another command"):
         stacking_runs.timed_run(config, finished, ["--config.seed=5"])
+
+
+def test_a_runs_time_is_split_at_its_log_lines(tmp_path):
+    started = datetime.datetime(2026, 11, 27, 19, 31, 55, 500000).timestamp()
+    (tmp_path / stacking_runs.TIMING_FILE).write_text(json.dumps(
+        {"command": [], "seconds": 130.0, "started_at": started}))
+    (tmp_path / "log.txt").write_text("\n".join([
+        "2026-11-27 19:31:58,500 INFO console: workdir /tmp/w2; 1 cpu device on 1 host",
+        "2026-11-27 19:32:09,397 INFO console: [vae] 690,517 parameters; training 100 steps",
+        "2026-11-27 19:32:24,500 INFO console: [vae] compiling the 10-step call...",
+        "2026-11-27 19:32:50,000 WARNING loop: [vae] something to say",
+        "2026-11-27 19:33:00,500 INFO console: [vae] ## 50/100 (50%) | 2.93 steps/s",
+        "2026-11-27 19:33:21,500 INFO console: [vae] ## 100/100 (100%) | 2.93 steps/s",
+        "2026-11-27 19:33:50,500 INFO image_stages: [vae] results: {'inv': [[1, 2],",
+        " [3, 4]]}",
+        "2026-11-27 19:33:57,500 INFO console: ",
+        "summary",
+        "2026-11-27 19:33:57,600 INFO console: workdir /tmp/w2",
+    ]))
+    phases = stacking_runs.phase_seconds(tmp_path)
+    assert list(phases) == ["imports", "setup", "training", "evaluation", "figures", "exit"]
+    assert [round(value, 3) for value in phases.values()] == [3.0, 26.0, 57.0, 29.0, 7.0, 8.0]
+    assert sum(phases.values()) == pytest.approx(130.0)
+
+
+def test_a_run_timed_before_its_start_was_kept_has_no_split(tmp_path):
+    (tmp_path / stacking_runs.TIMING_FILE).write_text(json.dumps({"command": [], "seconds": 5.0}))
+    assert stacking_runs.phase_seconds(tmp_path) == {}

@@ -79,11 +79,10 @@ def padded_global_batches(num_items: int, batch_size: int, mesh: Mesh | None,
     """
     local = process_slice(batch_size) if mesh is not None else slice(None)
 
-    def rows_of(batch: tuple) -> dict:
-        _, index, keep = batch
+    def rows_of(batch: tuple) -> tuple[int, dict, int]:
+        start, index, keep = batch
         valid = (np.arange(batch_size) < keep).astype(np.float32)
-        return {**host_rows(index[local]), "valid": valid[local]}
+        return start, {**host_rows(index[local]), "valid": valid[local]}, keep
 
-    made = threads.ordered_map(rows_of, padded_batches(num_items, batch_size))
-    for (start, _, keep), rows in zip(padded_batches(num_items, batch_size), made):
+    for start, rows, keep in threads.ordered_map(rows_of, padded_batches(num_items, batch_size)):
         yield start, (rows if mesh is None else global_batch(rows, mesh)), keep

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
@@ -194,8 +195,7 @@ def draw_image_grid(
     figure.set_size_inches(_inches(layout.width), _inches(layout.height))
     texts.place(layout)
     present = np.ones((rows, cols), bool) if present is None else np.asarray(present, bool)
-    figure.figimage(_grid_canvas(layout, images, present, upscale), xo=0, yo=0,
-                    origin="upper")
+    figure.add_artist(_PixelLayer(_grid_canvas(layout, images, present, upscale)))
     if cell_labels is not None:
         for row, column in zip(*np.nonzero(~present)):
             texts.cells[row][column].set_visible(False)  # a blank cell has no caption
@@ -266,9 +266,9 @@ def _grid_canvas(layout: GridLayout, images: np.ndarray, present: np.ndarray,
                  upscale: int) -> np.ndarray:
     """RGBA [height, width, 4] of the whole PNG: each present image upscaled at its
     cell, on a frame one pixel wider all round (so that white images stand out from
-    the page), the rest transparent. Drawn as one figimage, which does not resample,
-    so every image pixel lands 1:1 in the PNG; one image instead of two per cell
-    took a quarter off drawing and saving a grid of 110 captioned cells."""
+    the page), the rest transparent. Drawn as one `_PixelLayer`, so every image pixel
+    lands 1:1 in the PNG; one image instead of two per cell took a quarter off
+    drawing and saving a grid of 110 captioned cells."""
     canvas = np.zeros((layout.height, layout.width, 4), np.uint8)
     for row, column in zip(*np.nonzero(present)):
         y, x = layout.cell_origin(row, column)
@@ -277,6 +277,28 @@ def _grid_canvas(layout: GridLayout, images: np.ndarray, present: np.ndarray,
         canvas[y - 1:y + height + 1, x - 1:x + width + 1] = (_FRAME_GREY,) * 3 + (255,)
         canvas[y:y + height, x:x + width, :3] = big
     return canvas
+
+
+class _PixelLayer(Artist):
+    """An RGBA uint8 [height, width, 4] image covering the figure from its top-left
+    corner, handed to the renderer as it is. A figimage would give the same PNG, but
+    first converts the pixels to floats and resamples them at scale 1, which took
+    half the time of drawing and saving a traversal grid (0.69 -> 0.40 s for
+    10 × 21 cells of 128 × 128 pixels)."""
+
+    zorder = 0  # under the labels, as a figimage is
+
+    def __init__(self, pixels: np.ndarray):
+        super().__init__()
+        # The Agg renderer takes rows from the bottom of the figure up.
+        self._rows_upward = np.ascontiguousarray(pixels[::-1])
+
+    def draw(self, renderer) -> None:
+        if not self.get_visible():
+            return
+        context = renderer.new_gc()
+        renderer.draw_image(context, 0, 0, self._rows_upward)
+        context.restore()
 
 
 def _display_rgb(images: np.ndarray) -> np.ndarray:

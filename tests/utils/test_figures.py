@@ -45,6 +45,23 @@ def test_every_image_lands_pixel_exact_where_the_layout_says(tmp_path):
     assert layout.top > 20 and layout.left > 20
 
 
+def test_the_grid_saves_the_png_that_matplotlibs_figimage_gives(tmp_path):
+    # The grid's pixels reach the renderer unresampled (figures._PixelLayer); drawn
+    # instead as a figimage, matplotlib's own unscaled image of the same canvas,
+    # every pixel of the PNG is the same, labels and blank white included.
+    images = random_images(2, 3, channels=3)
+    present = np.array([[True, True, False], [True, True, True]])
+    figure, layout = figures.draw_image_grid(
+        images, title="as a figimage", row_labels=["a", "b"], column_labels=["x", "y", "z"],
+        cell_labels=[["1", "2", "3"], ["4", "5", "6"]], present=present, upscale=2)
+    ours = saved_pixels(figure, tmp_path / "layer.png")
+    (layer,) = [artist for artist in figure.artists if isinstance(artist, figures._PixelLayer)]
+    layer.remove()
+    figure.figimage(figures._grid_canvas(layout, images, present, 2), xo=0, yo=0,
+                    origin="upper")
+    np.testing.assert_array_equal(ours, saved_pixels(figure, tmp_path / "figimage.png"))
+
+
 def test_grey_and_rgba_images_are_drawn_as_rgb_and_blank_cells_stay_white(tmp_path):
     grey = random_images(1, 2, channels=1)
     figure, layout = figures.draw_image_grid(

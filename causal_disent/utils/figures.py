@@ -105,10 +105,17 @@ def save_png(image: np.ndarray, path: str | Path, upscale: int = 1) -> Path:
 
 
 def save_figure(figure: Figure, path: str | Path) -> Path:
-    """Writes `figure` as a PNG at `DPI`, creating the folder; returns the path."""
+    """Writes `figure` as a PNG at `DPI`, creating the folder; returns the path.
+
+    Drawn once on an Agg canvas and encoded by PIL: `Figure.savefig` draws a figure
+    with a layout engine twice (once to lay it out, once to print it), which took a
+    fifth of the time of a consistency heat-map figure, for the same pixels."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=DPI)
+    figure.set_dpi(DPI)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    Image.fromarray(np.asarray(canvas.buffer_rgba())).save(path, format="png")
     return path
 
 

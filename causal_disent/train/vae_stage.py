@@ -45,7 +45,7 @@ from causal_disent.runs.results import (
 )
 from causal_disent.train import image_stages, runner, seed_stacking
 from causal_disent.train.state import train_step
-from causal_disent.utils import console
+from causal_disent.utils import console, figure_workers, threads
 from causal_disent.utils.sharding import check_batch_divisible
 
 STAGE = vae_run.STAGE
@@ -274,10 +274,15 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
 
     def draw_figures(state, results: dict) -> None:
         del results  # each seed's own are in its workdir
-        for index, seed in enumerate(seeds):
-            seed_dir = seeds_format.seed_workdir(workdir, seed)
-            params = vae_run.vae_params(config, seed_stacking.seed_state(state, index).params)
-            draw_trained(params, read_results(seed_dir)[STAGE], seed_dir)
+        # Other processes draw and write each seed's figures while this one computes
+        # the next seed's (utils/figure_workers.py; 8 seeds of :small on 2 CPU cores:
+        # 14 -> 10 s).
+        with figure_workers.saved_in_parallel(min(len(seeds), threads.worker_count())):
+            for index, seed in enumerate(seeds):
+                seed_dir = seeds_format.seed_workdir(workdir, seed)
+                params = vae_run.vae_params(config,
+                                            seed_stacking.seed_state(state, index).params)
+                draw_trained(params, read_results(seed_dir)[STAGE], seed_dir)
 
     return runner.run_stage(runner.Stage(
         name=STAGE, signature=vae_run.signature(config), train_config=cfg.train,

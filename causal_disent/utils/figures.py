@@ -106,17 +106,31 @@ def save_png(image: np.ndarray, path: str | Path, upscale: int = 1) -> Path:
 
 def save_figure(figure: Figure, path: str | Path) -> Path:
     """Writes `figure` as a PNG at `DPI`, creating the folder; returns the path.
-
-    Drawn once on an Agg canvas and encoded by PIL: `Figure.savefig` draws a figure
-    with a layout engine twice (once to lay it out, once to print it), which took a
-    fifth of the time of a consistency heat-map figure, for the same pixels."""
+    Inside `utils/figure_workers.saved_in_parallel`, another process draws and
+    writes it, and the file is there when that block ends."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if _parallel_saver is not None:
+        _parallel_saver(figure, path)
+    else:
+        write_png(figure, path)
+    return path
+
+
+# Set by figure_workers.saved_in_parallel: fn(figure, path) that hands the figure to
+# a worker process.
+_parallel_saver = None
+
+
+def write_png(figure: Figure, path: Path) -> None:
+    """Draws `figure` once on an Agg canvas at `DPI` and writes it to `path` with PIL:
+    `Figure.savefig` draws a figure with a layout engine twice (once to lay it out,
+    once to print it), which took a fifth of the time of a consistency heat-map
+    figure, for the same pixels."""
     figure.set_dpi(DPI)
     canvas = FigureCanvasAgg(figure)
     canvas.draw()
     Image.fromarray(np.asarray(canvas.buffer_rgba())).save(path, format="png")
-    return path
 
 
 # --------------------------------------------------------------------------- #

@@ -1,0 +1,149 @@
+"""Figures drawn and written by other processes while this one goes on.
+
+Drawing a figure and encoding its PNG is matplotlib's and zlib's work on the host,
+under the interpreter lock: most of a second for each figure of a stage's end, paid
+one after the other (three a seed in a stacked β-VAE run), while the devices wait.
+Inside `saved_in_parallel(workers)`, `figures.save_figure` sends each figure (a
+matplotlib Figure pickles whole, and draws to the same pixels when unpickled) to
+one of `workers` processes and returns at once; the block's end waits for every
+file.
+
+The workers run this module (`python -m causal_disent.utils.figure_workers`), each
+reading (figure, path) jobs on its stdin and answering on its stdout. Not
+multiprocessing's pools: their "spawn" start runs the caller's main script again in
+every worker (a script without the `if __name__ == "__main__"` guard would start
+training there), and "fork" could deadlock a child of a process running JAX's
+threads.
+"""
+
+import concurrent.futures
+import contextlib
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from causal_disent.utils import figures
+
+# Workers beyond this add processes (about 100 MB each) for little: a stage's end
+# draws a handful of figures a seed.
+MAX_WORKERS = 8
+
+
+class FigureWorkerError(RuntimeError):
+    """A worker process ended without answering (killed, or out of memory)."""
+
+
+@contextlib.contextmanager
+def saved_in_parallel(workers: int) -> Iterator[None]:
+    """Within the block, `figures.save_figure` hands figures to up to `workers`
+    processes (at most MAX_WORKERS), started as they are needed; the block ends once
+    every file is written, raising the error of the first figure (in the order they
+    were saved) that failed. With workers <= 1, or inside another such block,
+    figures are drawn where they are saved, as outside."""
+    if workers <= 1 or figures._parallel_saver is not None:
+        yield
+        return
+    local = threading.local()  # each pool thread's own worker process
+    started: list[_Worker] = []
+    lock = threading.Lock()
+
+    def draw_remotely(figure, path: Path) -> None:
+        if getattr(local, "worker", None) is None:
+            local.worker = _Worker()
+            with lock:
+                started.append(local.worker)
+        local.worker.write(figure, path)
+
+    pool = concurrent.futures.ThreadPoolExecutor(min(workers, MAX_WORKERS),
+                                                 thread_name_prefix="figure-worker")
+    saved: list[concurrent.futures.Future] = []
+    figures._parallel_saver = lambda figure, path: saved.append(
+        pool.submit(draw_remotely, figure, path))
+    try:
+        yield
+        for future in saved:
+            future.result()
+    finally:
+        figures._parallel_saver = None
+        pool.shutdown(wait=True, cancel_futures=True)
+        for worker in started:
+            worker.close()
+
+
+class _Worker:
+    """One worker process and its two pipes; used by one thread at a time."""
+
+    def __init__(self):
+        package_root = str(Path(figures.__file__).resolve().parents[2])
+        environment = dict(os.environ)
+        environment["PYTHONPATH"] = os.pathsep.join(
+            [package_root] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else []))
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "causal_disent.utils.figure_workers"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)
+
+    def write(self, figure, path: Path) -> None:
+        """Has the worker draw `figure` to `path`; raises its error if it failed."""
+        try:
+            pickle.dump((figure, path), self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self._process.stdin.flush()
+            error = pickle.load(self._process.stdout)
+        except (BrokenPipeError, EOFError):
+            raise FigureWorkerError(
+                f"a figure process ended (exit status {self._process.wait()}) before "
+                f"writing {path}") from None
+        if error is not None:
+            raise error
+
+    def close(self) -> None:
+        """Ends the worker: it exits when its stdin closes."""
+        with contextlib.suppress(BrokenPipeError):
+            self._process.stdin.close()
+        self._process.wait()
+
+
+def _serve(jobs, answers) -> None:
+    """The worker's loop: draws each (figure, path) read from `jobs` and answers
+    None, or the error it raised, until `jobs` ends."""
+    while True:
+        try:
+            figure, path = pickle.load(jobs)
+        except EOFError:  # the parent closed the pipe, or ended
+            return
+        except Exception as error:  # noqa: BLE001 (a truncated job: the parent ended)
+            _answer(answers, error, "a figure")
+            return  # the rest of the stream cannot be read
+        try:
+            figures.write_png(figure, path)
+            answer = None
+        except Exception as error:  # noqa: BLE001 (sent to the parent, which raises it)
+            answer = error
+        if not _answer(answers, answer, path):
+            return
+
+
+def _answer(answers, error: Exception | None, what) -> bool:
+    """Sends `error` (None: done) to the parent; False when the parent has ended."""
+    try:
+        try:
+            answers.write(pickle.dumps(error))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            answers.write(pickle.dumps(RuntimeError(f"drawing {what} failed: {error!r}")))
+        answers.flush()
+    except BrokenPipeError:
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    # Ctrl-C reaches the whole process group: the parent decides what it means, and
+    # its end closes this worker's stdin.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    protocol_out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # anything printed must not corrupt the answers
+    _serve(sys.stdin.buffer, protocol_out)

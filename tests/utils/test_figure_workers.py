@@ -1,0 +1,76 @@
+"""Figures written by worker processes (utils/figure_workers.py): the same PNGs as
+drawn in place, every file there when the block ends, errors raised there."""
+
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from causal_disent.utils import figure_workers, figures
+
+
+def grid_figure(seed: int):
+    images = np.random.default_rng(seed).integers(0, 256, (2, 3, 8, 8, 3), dtype=np.uint8)
+    figure, _ = figures.draw_image_grid(images, title=f"grid {seed}", row_labels=["a", "b"],
+                                        cell_labels=[["1", "2", "3"], ["4", "5", "6"]])
+    return figure
+
+
+def heat_map_figure(seed: int):
+    values = np.random.default_rng(seed).random((4, 4))
+    values[0, 0] = np.nan
+    return figures.draw_heat_maps([[figures.HeatMap(values, title="m", xlabel="i")]],
+                                  title=f"maps {seed}", colorbar_label="score")
+
+
+def pixels(path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image)
+
+
+def test_workers_write_the_pngs_drawn_in_place_by_the_end_of_the_block(tmp_path):
+    makers = [grid_figure, heat_map_figure] * 2
+    for index, make in enumerate(makers):
+        figures.save_figure(make(index), tmp_path / "here" / f"{index}.png")
+    with figure_workers.saved_in_parallel(2):
+        for index, make in enumerate(makers):
+            returned = figures.save_figure(make(index), tmp_path / "workers" / f"{index}.png")
+            assert returned == tmp_path / "workers" / f"{index}.png"
+    for index in range(len(makers)):
+        np.testing.assert_array_equal(pixels(tmp_path / "workers" / f"{index}.png"),
+                                      pixels(tmp_path / "here" / f"{index}.png"))
+    # Outside the block figures are drawn in place again.
+    figures.save_figure(grid_figure(9), tmp_path / "after.png")
+    assert (tmp_path / "after.png").exists()
+
+
+def test_one_worker_draws_in_place_and_a_nested_block_joins_the_outer_one(tmp_path):
+    with figure_workers.saved_in_parallel(1):
+        figures.save_figure(grid_figure(0), tmp_path / "one.png")
+        assert (tmp_path / "one.png").exists()  # written before save_figure returned
+    with figure_workers.saved_in_parallel(2):
+        with figure_workers.saved_in_parallel(2):
+            figures.save_figure(grid_figure(1), tmp_path / "nested.png")
+        assert figures._parallel_saver is not None  # the outer block's, still on
+    assert (tmp_path / "nested.png").exists()
+
+
+def test_a_figures_error_is_raised_at_the_end_once_the_others_are_written(tmp_path):
+    (tmp_path / "taken.png").mkdir()  # a folder where the PNG should go
+    with pytest.raises(IsADirectoryError):
+        with figure_workers.saved_in_parallel(2):
+            figures.save_figure(grid_figure(0), tmp_path / "taken.png")
+            figures.save_figure(grid_figure(1), tmp_path / "fine.png")
+    assert (tmp_path / "fine.png").exists()
+
+
+class _EndsTheWorker:
+    def __reduce__(self):  # unpickled in the worker: it exits there and then
+        return (os._exit, (3,))
+
+
+def test_a_worker_that_dies_is_an_error_naming_the_figure(tmp_path):
+    with pytest.raises(figure_workers.FigureWorkerError, match="lost.png"):
+        with figure_workers.saved_in_parallel(2):
+            figures.save_figure(_EndsTheWorker(), tmp_path / "lost.png")

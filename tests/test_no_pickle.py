@@ -31,9 +31,18 @@ def test_the_scan_sees_the_sources():
     assert len(SOURCES) > 50 and REPO / "causal_disent" / "train" / "code_cache.py" in SOURCES
 
 
+# Files that may use pickle, and why it is safe there.
+ALLOWED = {
+    # Figures pickled over the pipes between a process and the worker processes it
+    # started itself (what multiprocessing does), never read from a file.
+    "causal_disent/utils/figure_workers.py": ["import pickle"],
+}
+
+
 def test_no_pickle_loading():
     offenders = {str(path.relative_to(REPO)): uses for path in SOURCES
-                 if (uses := unsafe_uses(path))}
+                 if (uses := unsafe_uses(path))
+                 and uses != ALLOWED.get(str(path.relative_to(REPO)))}
     assert offenders == {}
 
 

@@ -81,3 +81,30 @@ def test_a_runs_time_is_split_at_its_log_lines(tmp_path):
 def test_a_run_timed_before_its_start_was_kept_has_no_split(tmp_path):
     (tmp_path / stacking_runs.TIMING_FILE).write_text(json.dumps({"command": [], "seconds": 5.0}))
     assert stacking_runs.phase_seconds(tmp_path) == {}
+
+
+def test_fewer_sequential_runs_project_the_seeds_time_from_their_mean(monkeypatch, tmp_path,
+                                                                       capsys):
+    commands = []
+    monkeypatch.setattr(stacking_runs, "timed_run", lambda config, workdir, overrides: (
+        commands.append(overrides) or {"seed_0": 50.0, "seed_1": 70.0, "stacked": 80.0}[workdir.name]))
+    monkeypatch.setattr(stacking_runs, "test_nll", lambda run_dir: 70.0)
+    monkeypatch.setattr(sys, "argv", ["seed_stacking_runs.py", "--seeds=4",
+                                      "--sequential_runs=2", f"--root={tmp_path}"])
+    stacking_runs.main()
+    assert commands == [["--config.seed=0"], ["--config.seed=1"], ["--config.num_seeds=4"]]
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert figures["sequential_total_s"] == 240.0 and figures["sequential_projected"]
+    assert figures["speedup"] == 3.0
+    assert len(figures["stacked_test_nll"]) == 4 and len(figures["sequential_test_nll"]) == 2
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--seeds=1"], "error: --seeds=1: a stacked run needs at least 2 seeds"),
+    (["--seeds=4", "--sequential_runs=5"],
+     "error: --sequential_runs=5 must lie in 1..--seeds (4), or be 0 for all of them"),
+])
+def test_impossible_run_counts_are_one_error_line(flags, message):
+    with pytest.raises(SystemExit) as stop:
+        stacking_runs.parse_args(flags)
+    assert str(stop.value) == message

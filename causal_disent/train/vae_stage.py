@@ -257,16 +257,22 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
                 image_stages.auxiliary_values(auxiliary), stacked=True)))
 
     def finish(state) -> dict:
-        per_seed = []
-        for index, seed in enumerate(seeds):
-            single_config = seeds_format.seed_config(config, seed)
-            seed_dir = seeds_format.seed_workdir(workdir, seed)
-            seed_stacking.write_seed_run(state, index, single_config, STAGE,
-                                         vae_run.signature(single_config), seed_dir)
-            params = vae_run.vae_params(config, seed_stacking.seed_state(state, index).params)
-            results = {**evaluate_trained(params), "steps": int(jax.device_get(state.step))}
-            update_results(seed_dir, STAGE, results)
-            per_seed.append(results)
+        per_seed, saving = [], []
+        try:
+            for index, seed in enumerate(seeds):
+                single_config = seeds_format.seed_config(config, seed)
+                seed_dir = seeds_format.seed_workdir(workdir, seed)
+                single = seed_stacking.seed_state(state, index)
+                # Its checkpoint is written while the seeds are evaluated.
+                saving.append(seed_stacking.write_seed_run(
+                    single, single_config, STAGE, vae_run.signature(single_config), seed_dir))
+                results = {**evaluate_trained(vae_run.vae_params(config, single.params)),
+                           "steps": int(jax.device_get(state.step))}
+                update_results(seed_dir, STAGE, results)
+                per_seed.append(results)
+        finally:
+            for checkpoints in saving:
+                checkpoints.close()
         return {"num_seeds": len(seeds), "seeds": seeds,
                 "seed_workdirs": [str(seeds_format.seed_workdir(Path("."), seed))
                                   for seed in seeds],

@@ -13,7 +13,8 @@ reading (figure, path) jobs on its stdin and answering on its stdout. Not
 multiprocessing's pools: their "spawn" start runs the caller's main script again in
 every worker (a script without the `if __name__ == "__main__"` guard would start
 training there), and "fork" could deadlock a child of a process running JAX's
-threads.
+threads. A worker that cannot start or dies (killed, out of memory) loses no
+figure: the ones it was given are drawn here at the block's end, with a warning.
 """
 
 import concurrent.futures
@@ -23,9 +24,12 @@ import pickle
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+
+from absl import logging
 
 from causal_disent.utils import figures
 
@@ -33,9 +37,8 @@ from causal_disent.utils import figures
 # draws a handful of figures a seed.
 MAX_WORKERS = 8
 
-
-class FigureWorkerError(RuntimeError):
-    """A worker process ended without answering (killed, or out of memory)."""
+# How a worker is started (the tests start one that fails).
+WORKER_COMMAND = (sys.executable, "-m", "causal_disent.utils.figure_workers")
 
 
 @contextlib.contextmanager
@@ -50,14 +53,22 @@ def saved_in_parallel(workers: int) -> Iterator[None]:
         return
     local = threading.local()  # each pool thread's own worker process
     started: list[_Worker] = []
+    undrawn: list[tuple] = []  # (figure, path, why) whose worker ended: drawn here
     lock = threading.Lock()
 
     def draw_remotely(figure, path: Path) -> None:
+        if getattr(local, "lost", None) is not None:
+            undrawn.append((figure, path, local.lost))
+            return
         if getattr(local, "worker", None) is None:
             local.worker = _Worker()
             with lock:
                 started.append(local.worker)
-        local.worker.write(figure, path)
+        try:
+            local.worker.write(figure, path)
+        except FigureWorkerError as error:
+            local.lost = error  # this thread's later figures are drawn here too
+            undrawn.append((figure, path, error))
 
     pool = concurrent.futures.ThreadPoolExecutor(min(workers, MAX_WORKERS),
                                                  thread_name_prefix="figure-worker")
@@ -73,22 +84,36 @@ def saved_in_parallel(workers: int) -> Iterator[None]:
         pool.shutdown(wait=True, cancel_futures=True)
         for worker in started:
             worker.close()
+    if undrawn:
+        logging.warning("%s; drawing its %d figure(s) in this process instead",
+                        undrawn[0][2], len(undrawn))
+        for figure, path, _ in undrawn:
+            figures.write_png(figure, path)
+
+
+class FigureWorkerError(RuntimeError):
+    """A worker process ended without answering (could not start, killed, or out of
+    memory)."""
 
 
 class _Worker:
-    """One worker process and its two pipes; used by one thread at a time."""
+    """One worker process and its pipes; used by one thread at a time. Its stderr
+    goes to a file, so that a worker's end is explained in a warning, not in a
+    traceback on the console."""
 
     def __init__(self):
         package_root = str(Path(figures.__file__).resolve().parents[2])
         environment = dict(os.environ)
         environment["PYTHONPATH"] = os.pathsep.join(
             [package_root] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else []))
+        self._stderr = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "causal_disent.utils.figure_workers"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)
+            list(WORKER_COMMAND), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, env=environment)
 
     def write(self, figure, path: Path) -> None:
-        """Has the worker draw `figure` to `path`; raises its error if it failed."""
+        """Has the worker draw `figure` to `path`; raises its error if it failed,
+        FigureWorkerError if it ended."""
         try:
             pickle.dump((figure, path), self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self._process.stdin.flush()
@@ -96,15 +121,22 @@ class _Worker:
         except (BrokenPipeError, EOFError):
             raise FigureWorkerError(
                 f"a figure process ended (exit status {self._process.wait()}) before "
-                f"writing {path}") from None
+                f"writing {path}{self._last_words()}") from None
         if error is not None:
             raise error
+
+    def _last_words(self) -> str:
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+        return f": {lines[-1]}" if lines else ""
 
     def close(self) -> None:
         """Ends the worker: it exits when its stdin closes."""
         with contextlib.suppress(BrokenPipeError):
             self._process.stdin.close()
         self._process.wait()
+        self._process.stdout.close()
+        self._stderr.close()
 
 
 def _serve(jobs, answers) -> None:

@@ -1,7 +1,8 @@
 """Figures written by worker processes (utils/figure_workers.py): the same PNGs as
 drawn in place, every file there when the block ends, errors raised there."""
 
-import os
+import logging
+import sys
 
 import numpy as np
 import pytest
@@ -65,12 +66,20 @@ def test_a_figures_error_is_raised_at_the_end_once_the_others_are_written(tmp_pa
     assert (tmp_path / "fine.png").exists()
 
 
-class _EndsTheWorker:
-    def __reduce__(self):  # unpickled in the worker: it exits there and then
-        return (os._exit, (3,))
-
-
-def test_a_worker_that_dies_is_an_error_naming_the_figure(tmp_path):
-    with pytest.raises(figure_workers.FigureWorkerError, match="lost.png"):
+def test_figures_of_a_worker_that_ends_are_drawn_here_with_a_warning(monkeypatch, tmp_path,
+                                                                      caplog):
+    monkeypatch.setattr(figure_workers, "WORKER_COMMAND", (
+        sys.executable, "-c", "import sys; print('no figures today', file=sys.stderr); "
+                              "sys.exit(3)"))
+    with caplog.at_level(logging.WARNING):
         with figure_workers.saved_in_parallel(2):
-            figures.save_figure(_EndsTheWorker(), tmp_path / "lost.png")
+            for index in range(3):
+                figures.save_figure(grid_figure(index), tmp_path / "workers" / f"{index}.png")
+    for index in range(3):
+        figures.save_figure(grid_figure(index), tmp_path / "here.png")
+        np.testing.assert_array_equal(pixels(tmp_path / "workers" / f"{index}.png"),
+                                      pixels(tmp_path / "here.png"))
+    (warning,) = [record.getMessage() for record in caplog.records
+                  if "figure process ended" in record.getMessage()]
+    assert "exit status 3" in warning and "no figures today" in warning
+    assert "drawing its" in warning and "in this process instead" in warning

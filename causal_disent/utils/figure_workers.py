@@ -60,11 +60,11 @@ def saved_in_parallel(workers: int) -> Iterator[None]:
         if getattr(local, "lost", None) is not None:
             undrawn.append((figure, path, local.lost))
             return
-        if getattr(local, "worker", None) is None:
-            local.worker = _Worker()
-            with lock:
-                started.append(local.worker)
         try:
+            if getattr(local, "worker", None) is None:
+                local.worker = _Worker()
+                with lock:
+                    started.append(local.worker)
             local.worker.write(figure, path)
         except FigureWorkerError as error:
             local.lost = error  # this thread's later figures are drawn here too
@@ -85,7 +85,7 @@ def saved_in_parallel(workers: int) -> Iterator[None]:
         for worker in started:
             worker.close()
     if undrawn:
-        logging.warning("%s; drawing its %d figure(s) in this process instead",
+        logging.warning("%s; drawing the %d figure(s) it left in this process instead",
                         undrawn[0][2], len(undrawn))
         for figure, path, _ in undrawn:
             figures.write_png(figure, path)
@@ -107,9 +107,13 @@ class _Worker:
         environment["PYTHONPATH"] = os.pathsep.join(
             [package_root] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else []))
         self._stderr = tempfile.TemporaryFile()
-        self._process = subprocess.Popen(
-            list(WORKER_COMMAND), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self._stderr, env=environment)
+        try:
+            self._process = subprocess.Popen(
+                list(WORKER_COMMAND), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=self._stderr, env=environment)
+        except OSError as error:  # e.g. no process may be started here
+            self._stderr.close()
+            raise FigureWorkerError(f"could not start a figure process ({error})") from None
 
     def write(self, figure, path: Path) -> None:
         """Has the worker draw `figure` to `path`; raises its error if it failed,

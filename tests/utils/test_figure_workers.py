@@ -82,4 +82,15 @@ def test_figures_of_a_worker_that_ends_are_drawn_here_with_a_warning(monkeypatch
     (warning,) = [record.getMessage() for record in caplog.records
                   if "figure process ended" in record.getMessage()]
     assert "exit status 3" in warning and "no figures today" in warning
-    assert "drawing its" in warning and "in this process instead" in warning
+    assert "drawing the 3 figure(s) it left in this process instead" in warning
+
+
+def test_a_worker_that_cannot_start_leaves_its_figures_to_this_process(monkeypatch, tmp_path,
+                                                                       caplog):
+    monkeypatch.setattr(figure_workers, "WORKER_COMMAND", (str(tmp_path / "no_such_python"),))
+    with caplog.at_level(logging.WARNING):
+        with figure_workers.saved_in_parallel(2):
+            figures.save_figure(grid_figure(0), tmp_path / "drawn.png")
+    assert (tmp_path / "drawn.png").exists()
+    assert any("could not start a figure process" in record.getMessage()
+               for record in caplog.records)

@@ -282,7 +282,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
         del results  # each seed's own are in its workdir
         # Other processes draw and write each seed's figures while this one computes
         # the next seed's (utils/figure_workers.py; 8 seeds of :small on 2 CPU cores:
-        # 14 -> 10 s).
+        # 11.4-12.7 -> 9.9-11.0 s, docs/accelerators.md).
         with figure_workers.saved_in_parallel(min(len(seeds), threads.worker_count())):
             for index, seed in enumerate(seeds):
                 seed_dir = seeds_format.seed_workdir(workdir, seed)

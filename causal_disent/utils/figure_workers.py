@@ -1,8 +1,9 @@
 """Figures drawn and written by other processes while this one goes on.
 
 Drawing a figure and encoding its PNG is matplotlib's and zlib's work on the host,
-under the interpreter lock: most of a second for each figure of a stage's end, paid
-one after the other (three a seed in a stacked β-VAE run), while the devices wait.
+under the interpreter lock: a few tenths of a second for each figure of a stage's
+end, paid one after the other (three a seed in a stacked β-VAE run), while the
+devices wait.
 Inside `saved_in_parallel(workers)`, `figures.save_figure` sends each figure (a
 matplotlib Figure pickles whole, and draws to the same pixels when unpickled) to
 one of `workers` processes and returns at once; the block's end waits for every
@@ -33,8 +34,8 @@ from absl import logging
 
 from causal_disent.utils import figures
 
-# Workers beyond this add processes (about 100 MB each) for little: a stage's end
-# draws a handful of figures a seed.
+# Workers beyond this add processes (about 70 MB each before their first figure) for
+# little: a stage's end draws a handful of figures a seed.
 MAX_WORKERS = 8
 
 # How a worker is started (the tests start one that fails).

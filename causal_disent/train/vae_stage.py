@@ -258,6 +258,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
 
     def finish(state) -> dict:
         per_seed, saving = [], []
+        steps = int(jax.device_get(state.step))  # the seeds share the step counter
         try:
             for index, seed in enumerate(seeds):
                 single_config = seeds_format.seed_config(config, seed)
@@ -267,7 +268,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
                 saving.append(seed_stacking.write_seed_run(
                     single, single_config, STAGE, vae_run.signature(single_config), seed_dir))
                 results = {**evaluate_trained(vae_run.vae_params(config, single.params)),
-                           "steps": int(jax.device_get(state.step))}
+                           "steps": steps}
                 update_results(seed_dir, STAGE, results)
                 per_seed.append(results)
         finally:

@@ -48,15 +48,23 @@ from causal_disent.utils import figures
 from causal_disent.utils.images import images_to_unit_range
 
 
-def batched(fn, inputs: np.ndarray, batch_size: int) -> np.ndarray:
+def dispatched(fn, inputs: np.ndarray, batch_size: int) -> list:
     """fn over `inputs` in batches of `batch_size` rows, the last one padded (one
-    compiled shape), concatenated."""
+    compiled shape): the outputs, left on the device. Nothing waits for them, so the
+    device works while the host prepares the next inputs."""
     outputs = []
     for start in range(0, len(inputs), batch_size):
         chunk = inputs[start:start + batch_size]
         padded = np.concatenate([chunk, np.repeat(chunk[-1:], batch_size - len(chunk), 0)])
-        outputs.append(np.asarray(fn(padded))[:len(chunk)])
-    return np.concatenate(outputs)
+        outputs.append(fn(padded))
+    return outputs
+
+
+def read_back(pending: list, count: int) -> list:
+    """Each of `pending` (lists of `dispatched` outputs, `count` real rows each) as
+    one float64 array, copied to the host in one transfer."""
+    return [np.concatenate(batches)[:count].astype(np.float64)
+            for batches in jax.device_get(pending)]
 
 
 SCORINGS = ("authors", "variance")
@@ -86,29 +94,37 @@ def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
     cause = functools.partial(_causes, model, params)
     if images.dtype == np.uint8:
         images = np.asarray(images_to_unit_range(images))
-    encodings = batched(encode, images, batch_size).astype(np.float64)
+    [encodings] = read_back([dispatched(encode, images, batch_size)], len(images))
     count, units = encodings.shape
     rng = np.random.default_rng(seed)
     noise = np.take_along_axis(encodings, rng.integers(0, count, encodings.shape), axis=0)
     valid = encodings.var(axis=0) > 0
 
-    def run(fn, inputs):
-        return batched(fn, inputs.astype(np.float32), batch_size).astype(np.float64)
+    def run_all(fn, inputs: list) -> list:
+        """fn on each of `inputs`, all dispatched before any is read back: the
+        devices never wait for the host between the passes."""
+        return read_back([dispatched(fn, x.astype(np.float32), batch_size) for x in inputs],
+                         count)
 
-    plain = run(respond, noise)
-    score = _AuthorsScores(plain) if scoring == "authors" else _VarianceScores(
-        encodings, run(cause, noise))
-    inv = np.full((units, units), np.nan)
-    eqv = np.full((units, units), np.nan)
+    # Pass 1: R(N), and R(I_m N) for each unit m with its intervention I_m.
+    interventions = []
     for unit in np.flatnonzero(valid):
         values = encodings[rng.integers(0, count, count), unit]
         intervened = noise.copy()
         intervened[:, unit] = values
-        after = run(respond, intervened)
-        inv[unit] = score.invariance(after, plain, values - noise[:, unit], unit)
-        first, second = score.equivariance_pair(plain, after, intervened, unit)
-        eqv[unit] = score.equivariance(run(cause, first), run(cause, second),
-                                       values - noise[:, unit], unit)
+        interventions.append((unit, values - noise[:, unit], intervened))
+    plain, *responses = run_all(respond, [noise] + [x for _, _, x in interventions])
+    score = _AuthorsScores(plain) if scoring == "authors" else _VarianceScores(
+        encodings, *run_all(cause, [noise]))
+    # Pass 2: the causes X(·) of each unit's equivariance pair.
+    pairs = [score.equivariance_pair(plain, after, intervened, unit)
+             for (unit, _, intervened), after in zip(interventions, responses)]
+    causes = iter(run_all(cause, [x for pair in pairs for x in pair]))
+    inv = np.full((units, units), np.nan)
+    eqv = np.full((units, units), np.nan)
+    for (unit, shift, _), after in zip(interventions, responses):
+        inv[unit] = score.invariance(after, plain, shift, unit)
+        eqv[unit] = score.equivariance(next(causes), next(causes), shift, unit)
     scn = score.self_consistency(plain, noise)
     scn[~valid] = np.nan
     off_diagonal = ~np.eye(units, dtype=bool)

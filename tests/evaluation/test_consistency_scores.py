@@ -126,6 +126,34 @@ def test_a_unit_that_never_varies_has_no_scores():
     assert np.isfinite(scores["inv_diagonal"])
 
 
+def test_batches_are_padded_to_one_shape_and_read_back_without_the_padding():
+    shapes = []
+
+    def doubled(batch):
+        shapes.append(batch.shape)
+        return jnp.asarray(batch) * 2
+
+    rows = np.arange(10, dtype=np.float32).reshape(5, 2)
+    pending = consistency_scores.dispatched(doubled, rows, batch_size=2)
+    assert shapes == [(2, 2)] * 3  # the last batch is padded, not a new shape
+    [back] = consistency_scores.read_back([pending], len(rows))
+    assert back.dtype == np.float64
+    np.testing.assert_array_equal(back, rows * 2)
+
+
+@pytest.mark.parametrize("scoring,reads", [("authors", 3), ("variance", 4)])
+def test_the_scores_read_the_device_back_once_a_pass_not_once_a_batch(
+        monkeypatch, scoring, reads):
+    """Every batch of a pass is dispatched before any is read: one transfer for the
+    encodings, one for all responses, one for all causes (and, for "variance", one
+    for the base causes), whatever the number of units and batches."""
+    calls = []
+    device_get = jax.device_get
+    monkeypatch.setattr(jax, "device_get", lambda tree: calls.append(1) or device_get(tree))
+    scores_for(np.eye(3), count=200, scoring=scoring)  # batches of 64: 4 a pass
+    assert len(calls) == reads
+
+
 def test_heat_map_figure(tmp_path):
     scores, _ = scores_for(np.eye(2), count=50)
     path = consistency_scores.save_consistency_figure(scores, tmp_path / "f" / "c.png")

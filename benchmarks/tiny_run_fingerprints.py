@@ -16,6 +16,13 @@ and the tree's commit, as a record in results/. Wall-clock figures (any key nami
 seconds, minutes or a rate per second) are left out of the results hash; every other
 number is hashed exactly (its repr). Parameters are read from each stage's latest Orbax checkpoint and hashed
 leaf by leaf, in path order, by their bytes.
+
+Compare fingerprints made on one machine. XLA compiles for the host CPU's vector
+instructions, so float results, and every hash, depend on them: 4341aca's `:tiny`
+runs, fingerprinted on 2026-11-26 and again on 2026-11-28 on another 2-core AMD EPYC
+machine (AVX2, no AVX-512), gave other hashes for every VAE-family config. The first
+line printed names the host's CPU and its vector extensions, so a diff between two
+machines shows that first.
 """
 
 from __future__ import annotations
@@ -105,6 +112,23 @@ def lines(name: str, prints: dict) -> list[str]:
         f"{name} {stage} params {value}" for stage, value in prints["params"].items()]
 
 
+VECTOR_EXTENSION = re.compile(r"^(sse4\w*|avx\w*|fma\w*|amx\w*|asimd\w*|sve\w*)$")
+
+
+def host_cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU model and its vector extensions (x86 `flags`, Arm `Features` of
+    `cpuinfo`), e.g. "AMD EPYC; avx avx2 fma sse4_1 sse4_2 sse4a"."""
+    features: set[str] = set()
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("flags", "Features"):
+                features |= {flag for flag in value.split() if VECTOR_EXTENSION.match(flag)}
+    except OSError:
+        pass
+    return f"{records.machine()['cpu']}; {' '.join(sorted(features)) or 'extensions unknown'}"
+
+
 def tree_commit(tree: Path) -> str | None:
     done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True,
                           text=True)
@@ -129,12 +153,15 @@ def main() -> None:
     missing = [name for name in names if not (tree / "configs" / f"{name}.py").is_file()]
     if missing:
         sys.exit(f"error: {tree}/configs has no {', '.join(missing)}; name configs/*.py files")
+    cpu = host_cpu()
+    print(f"# host CPU: {cpu}", flush=True)
     found = {}
     for name in names:
         found[name] = fingerprint(tree / "configs" / f"{name}.py", tree)
         for line in lines(name, found[name]):
             print(line, flush=True)
-    records.write_or_exit(recorder, {"tree_commit": tree_commit(tree), "configs": found})
+    records.write_or_exit(recorder, {"tree_commit": tree_commit(tree), "host_cpu": cpu,
+                                     "configs": found})
 
 
 if __name__ == "__main__":

@@ -34,6 +34,17 @@ def test_lines_name_each_stage_or_the_failure():
         "ctvae_celeba FAILED: error: no data"]
 
 
+def test_the_host_line_names_the_vector_extensions_xla_compiles_for(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("model name\t: Some CPU\nflags\t\t: fpu sse2 sse4_2 avx2 fma avx512f "
+                       "pclmulqdq\n\nflags\t\t: fpu sse2 sse4_2 avx2 fma avx512f\n")
+    assert fingerprints.host_cpu(cpuinfo).endswith("; avx2 avx512f fma sse4_2")
+    arm = tmp_path / "arm"
+    arm.write_text("Features\t: fp asimd evtstrm aes sve\n")
+    assert fingerprints.host_cpu(arm).endswith("; asimd sve")
+    assert fingerprints.host_cpu(tmp_path / "missing").endswith("; extensions unknown")
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--tree=/nonexistent/checkout"], "is not a causal_disent checkout"),
     (["--configs=betavae_dsprites_synth,no_such_config"], "has no no_such_config"),

@@ -108,3 +108,38 @@ def test_the_gpu_zoo_refuses_an_unknown_model_and_a_spent_slice_runs_nothing(tmp
     assert "error: unknown model 'nosuchvae' in MODELS" in result.stderr
     result, commands = run_zoo(tmp_path, MAX_MINUTES="0")
     assert (result.returncode, commands) == (3, [])
+
+
+def run_gpu_loop_benchmarks(tmp_path, budget: int):
+    """launch/gpu_loop_benchmarks.sh with a python that logs its arguments: the script's
+    timeline lines and the benchmarks it started."""
+    fake = tmp_path / "fake_python"
+    fake.write_text('#!/usr/bin/env bash\necho "$*" >> "$LOG"\n')
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "BUDGET": str(budget), "PYTHON": str(fake),
+           "LOG": str(tmp_path / "log")}
+    result = subprocess.run(["bash", str(REPO_ROOT / "launch" / "gpu_loop_benchmarks.sh")],
+                            env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    started = [line.split()[0] for line in (tmp_path / "log").read_text().splitlines()
+               if line.startswith("benchmarks/")]
+    return (out / "timeline.txt").read_text().splitlines(), started, tmp_path / "log"
+
+
+def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
+    timeline, started, log = run_gpu_loop_benchmarks(tmp_path, budget=560)
+    assert started == ["benchmarks/loop_overhead.py", "benchmarks/seed_stacking_runs.py",
+                       "benchmarks/figure_drawing.py", "benchmarks/loop_overhead.py"]
+    assert [line.split(":")[0] for line in timeline] == [
+        "loop_overhead_s1", "seed_stacking_runs", "figure_drawing", "loop_overhead_s8"]
+    commands = log.read_text()
+    assert f"--record={tmp_path}/out/seed_stacking_runs_record.json" in commands
+    assert "--sequential_runs=2 --config.vae.train.steps_per_call=10" in commands
+
+
+def test_a_part_without_time_left_is_skipped_and_said(tmp_path):
+    # 135 s: the stacking runs would get 15 s (the budget less 120 for what follows).
+    timeline, started, _ = run_gpu_loop_benchmarks(tmp_path, budget=135)
+    assert "benchmarks/seed_stacking_runs.py" not in started
+    assert any(line.startswith("seed_stacking_runs: skipped") for line in timeline)

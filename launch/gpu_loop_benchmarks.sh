@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The GPU figures of docs/accelerators.md ("Feeding an accelerator") in one device
+# command of at most BUDGET seconds (default 560), each part under its own timeout so
+# that what finished is kept:
+#   1. benchmarks/loop_overhead.py: β-VAE :small, one seed, 2000 steps, k = 10, device
+#      data (the target: loop >= 0.85 of the bare step)
+#   2. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
+#      projected to eight (the target: >= 6x less wall time), k = 10, device data
+#   3. benchmarks/figure_drawing.py: the host's share of a stacked run's figures
+#   4. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, in the time left
+#
+#   OUT=/tmp/out BUDGET=560 launch/gpu_loop_benchmarks.sh
+#
+# Each part writes OUT/<part>.txt (its console) and OUT/<part>_record.json (its record,
+# to copy into results/); OUT/timeline.txt says when each ended and how. PYTHON
+# (default python3) needs the package's dependencies: wheels in .whl/ are installed
+# first when present (some GPU images lack jraph, ml-collections and tensorboardX:
+# `.venv/bin/pip download --no-deps -d .whl jraph ml-collections tensorboardX` here,
+# then carry .whl to the machine). Run it from the repository root.
+set -uo pipefail
+
+: "${OUT:?set OUT to the folder that gets the outputs}"
+PYTHON="${PYTHON:-python3}"
+mkdir -p "${OUT}"
+if compgen -G ".whl/*.whl" > /dev/null; then
+  "${PYTHON}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target /tmp/site .whl/*.whl || exit 9
+  export PYTHONPATH="/tmp/site:${PWD}"
+fi
+export PYTHONUNBUFFERED=1
+START=$(date +%s)
+left() { echo $(( ${BUDGET:-560} - ($(date +%s) - START) )); }
+
+# part NAME SECONDS COMMAND...: runs COMMAND under a timeout of SECONDS, its console to
+# OUT/NAME.txt, and notes its exit status and end time.
+part() {
+  local name=$1 seconds=$2
+  shift 2
+  if (( seconds < 20 )); then
+    echo "${name}: skipped, ${seconds} s left" | tee -a "${OUT}/timeline.txt"
+    return
+  fi
+  timeout "${seconds}" "$@" --record="${OUT}/${name}_record.json" > "${OUT}/${name}.txt" 2>&1
+  echo "${name}: exit ${?} at $(( $(date +%s) - START )) s" | tee -a "${OUT}/timeline.txt"
+}
+
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  "${PYTHON}" -c "import jax, flax; print('jax', jax.__version__, 'flax', flax.__version__, jax.devices())"
+} > "${OUT}/machine.txt" 2>&1
+
+K10=(--steps_per_call=10 --device_data=on)
+part loop_overhead_s1 150 "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
+  --steps=2000 "${K10[@]}"
+part seed_stacking_runs $(( $(left) - 120 )) "${PYTHON}" benchmarks/seed_stacking_runs.py \
+  --root=/tmp/seed_stacking_runs --sequential_runs=2 \
+  --config.vae.train.steps_per_call=10 --config.vae.train.device_data=on
+part figure_drawing $(( $(left) < 60 ? $(left) : 60 )) "${PYTHON}" benchmarks/figure_drawing.py
+part loop_overhead_s8 "$(left)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae_s8 \
+  --steps=1000 "${K10[@]}"
+ls -la "${OUT}"

@@ -51,6 +51,8 @@ SMALL_RUNS = (
     SmallRun("causalvae_pendulum_small_condition_vae", "pendulum", "ConditionVAE",
              "--config.causalvae.model.variant=condition_vae"),
     SmallRun("causalvae_flow_small", "flow", "per concept (default)"),
+    SmallRun("causalvae_flow_small_condition_vae", "flow", "ConditionVAE",
+             "--config.causalvae.model.variant=condition_vae"),
 )
 
 

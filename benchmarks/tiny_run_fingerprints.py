@@ -126,7 +126,7 @@ def host_cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
                 features |= {flag for flag in value.split() if VECTOR_EXTENSION.match(flag)}
     except OSError:
         pass
-    return f"{records.machine()['cpu']}; {' '.join(sorted(features)) or 'extensions unknown'}"
+    return f"{records.cpu_model()}; {' '.join(sorted(features)) or 'extensions unknown'}"
 
 
 def tree_commit(tree: Path) -> str | None:

@@ -82,7 +82,7 @@ def machine() -> dict:
     for device in devices:
         kinds[device.device_kind] = kinds.get(device.device_kind, 0) + 1
     return {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
         else os.cpu_count(),
         "memory_gb": _memory_gb(),
@@ -92,7 +92,8 @@ def machine() -> dict:
     }
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU model's name (/proc/cpuinfo's "model name", else the platform's)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

@@ -86,6 +86,7 @@ import argparse
 import contextlib
 import json
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -285,9 +286,15 @@ def configured(case: str, steps: int, steps_per_call: int = 1, device_data: str 
     return config, stage
 
 
-def measure(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off") -> dict:
+def measure(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off",
+            workdir: str | None = None) -> dict:
+    """One run of the case's timed stage (in `workdir`, else a fresh one) and its
+    bare step, timed right after it."""
     config, stage = configured(case, steps, steps_per_call, device_data)
-    with tempfile.TemporaryDirectory() as workdir, Recorder(stage).installed() as recorder:
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = stack.enter_context(tempfile.TemporaryDirectory())
+        recorder = stack.enter_context(Recorder(stage).installed())
         stages.run(config, workdir)
         loop_seconds = recorder.timed_to - recorder.timed_from - recorder.compiling_seconds
         # From the end of the first (compiling) call.
@@ -301,6 +308,38 @@ def measure(case: str, steps: int, steps_per_call: int = 1, device_data: str = "
             "bare_ms_per_step": 1e3 / rate}
 
 
+def measure_repeated(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off",
+                     repeats: int = 1) -> dict:
+    """The case measured `repeats` times in one workdir, the timed stage trained afresh
+    each time (its checkpoints and TensorBoard events removed; the stages before it,
+    and CT-VAE's code cache, are kept). Returns the repeat of median ratio (the lower
+    middle one for an even count), with every repeat's rates under "repeats" when
+    there are several: the bare step's own pace drifts by up to 15 % between minutes
+    on a shared CPU host, more than one ratio can tell apart."""
+    stage = CASES[case][1]
+    with tempfile.TemporaryDirectory() as workdir:
+        runs = []
+        for repeat in range(repeats):
+            if repeat:
+                remove_stage_outputs(Path(workdir), stage)
+            runs.append(measure(case, steps, steps_per_call, device_data, workdir))
+    if repeats == 1:
+        return runs[0]
+    median = sorted(runs, key=lambda run: run["ratio"])[(repeats - 1) // 2]
+    return {**median, "repeats": [{name: run[name] for name in REPEAT_FIGURES}
+                                  for run in runs]}
+
+
+REPEAT_FIGURES = ("loop_steps_per_s", "bare_steps_per_s", "ratio")
+
+
+def remove_stage_outputs(workdir: Path, stage: str) -> None:
+    """Removes what makes `stage` resume or skip in `workdir`: its checkpoints (and
+    its TensorBoard events, which would otherwise hold two runs)."""
+    for folder in ("checkpoints", "tensorboard"):
+        shutil.rmtree(workdir / folder / stage, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
@@ -309,6 +348,8 @@ def main() -> None:
                         help="the timed stage's train.steps_per_call")
     parser.add_argument("--device_data", default="off", choices=("auto", "on", "off"),
                         help="the timed stage's train.device_data")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of each case; the median ratio is printed and recorded")
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)
@@ -316,6 +357,8 @@ def main() -> None:
     unknown = [case for case in cases if case not in CASES]
     if unknown:
         sys.exit(f"error: unknown case {unknown[0]!r}; known: {', '.join(CASES)}")
+    if args.repeats < 1:
+        sys.exit(f"error: --repeats must be at least 1, got {args.repeats}")
     device = jax.devices()[0]
     print(f"{platform.processor() or platform.machine()}, {device.platform} "
           f"({device.device_kind}), jax {jax.__version__}, {args.steps} steps per case, "
@@ -325,15 +368,19 @@ def main() -> None:
     print(header)
     results = {}
     for case in cases:
-        figures = results[case] = measure(case, args.steps, args.steps_per_call,
-                                          args.device_data)
+        figures = results[case] = measure_repeated(case, args.steps, args.steps_per_call,
+                                                   args.device_data, args.repeats)
         parts = figures["ms_per_step"]
         print(f"{case:11s} {figures['loop_steps_per_s']:8.2f} {figures['bare_steps_per_s']:8.2f} "
               f"{figures['ratio']:6.3f}   {'':13s}{figures['bare_ms_per_step']:6.1f} "
               + " ".join(f"{parts[part]:9.2f}" for part in (*PARTS, "rest")), flush=True)
+        if "repeats" in figures:
+            print("  ratio of each repeat (loop / bare steps/s): " + ", ".join(
+                f"{run['ratio']:.3f} ({run['loop_steps_per_s']:.2f} / "
+                f"{run['bare_steps_per_s']:.2f})" for run in figures["repeats"]), flush=True)
     figures = {"device": device.device_kind, "steps": args.steps,
                "steps_per_call": args.steps_per_call, "device_data": args.device_data,
-               "cases": results}
+               "repeats": args.repeats, "cases": results}
     print(json.dumps(figures))
     records.write_or_exit(recorder, figures)
 

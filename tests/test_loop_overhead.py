@@ -1,0 +1,68 @@
+"""benchmarks/loop_overhead.py's repeats: the timed stage trained afresh in one
+workdir, the stages before it kept, the median repeat reported. (Its runs are whole
+stages, too slow for the suite; its records in results/ come from it.)"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+loop_overhead = importlib.import_module("benchmarks.loop_overhead")
+
+
+def test_removing_a_stage_outputs_keeps_the_earlier_stages_and_the_code_cache(tmp_path):
+    for folder in ("checkpoints/ct/7", "checkpoints/mcqvae/20", "tensorboard/ct",
+                   "tensorboard/mcqvae", "code_cache"):
+        (tmp_path / folder).mkdir(parents=True)
+    loop_overhead.remove_stage_outputs(tmp_path, "ct")
+    left = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.glob("*/*"))
+    assert left == ["checkpoints/mcqvae", "tensorboard/mcqvae"]
+    assert (tmp_path / "code_cache").is_dir()
+    loop_overhead.remove_stage_outputs(tmp_path, "ct")  # nothing to remove: no error
+
+
+def fake_measures(ratios: list[float], calls: list[tuple[str, bool]]):
+    """A `measure` that trains nothing: it notes its workdir and whether the timed
+    stage's checkpoints were there at its start, then leaves some behind."""
+    figures = iter(ratios)
+
+    def measure(case, steps, steps_per_call, device_data, workdir):
+        stage = loop_overhead.CASES[case][1]
+        checkpoints = Path(workdir) / "checkpoints" / stage
+        calls.append((workdir, checkpoints.exists()))
+        checkpoints.mkdir(parents=True, exist_ok=True)
+        (Path(workdir) / "code_cache").mkdir(exist_ok=True)
+        ratio = next(figures)
+        return {"loop_steps_per_s": ratio * 10, "bare_steps_per_s": 10.0, "ratio": ratio,
+                "ms_per_step": {"rest": ratio}}
+    return measure
+
+
+def test_repeats_share_one_workdir_train_the_stage_afresh_and_report_the_median(monkeypatch):
+    calls = []
+    monkeypatch.setattr(loop_overhead, "measure", fake_measures([1.06, 0.89, 1.01, 0.9, 1.05],
+                                                                calls))
+    figures = loop_overhead.measure_repeated("ct_cache", 100, repeats=5)
+    assert len({workdir for workdir, _ in calls}) == 1
+    assert [resumable for _, resumable in calls] == [False] * 5  # never resumed
+    assert figures["ratio"] == 1.01 and figures["ms_per_step"] == {"rest": 1.01}
+    assert [run["ratio"] for run in figures["repeats"]] == [1.06, 0.89, 1.01, 0.9, 1.05]
+    assert figures["repeats"][1] == {"loop_steps_per_s": 8.9, "bare_steps_per_s": 10.0,
+                                     "ratio": 0.89}
+
+
+def test_an_even_count_reports_the_lower_middle_repeat_and_one_repeat_adds_no_list(monkeypatch):
+    monkeypatch.setattr(loop_overhead, "measure", fake_measures([1.0, 0.8, 0.9, 1.1], []))
+    assert loop_overhead.measure_repeated("betavae", 10, repeats=4)["ratio"] == 0.9
+    monkeypatch.setattr(loop_overhead, "measure", fake_measures([0.97], []))
+    assert "repeats" not in loop_overhead.measure_repeated("betavae", 10)
+
+
+def test_fewer_than_one_repeat_is_refused_with_one_error_line(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["benchmarks/loop_overhead.py", "--repeats=0"])
+    with pytest.raises(SystemExit) as exit_info:
+        loop_overhead.main()
+    assert str(exit_info.value) == "error: --repeats must be at least 1, got 0"

@@ -77,7 +77,14 @@ another H200, results/gpu_2026-11-27_h200_loop_overhead/):
 the stall now 0.16 s a save at one seed, 0.27 s at eight.
 
 `--cases=ct_cache` times stage 2 on the code cache (built first: seconds on a GPU,
-about half an hour on 2 CPU cores), the path `--steps_per_call` > 1 needs.
+about 13 minutes on 2 CPU cores), the path `--steps_per_call` > 1 needs.
+
+`--repeats=N` measures each case N times (the timed stage trained afresh in one
+workdir, earlier stages and the code cache kept) and reports the run of median ratio,
+with every run's rates. On a shared CPU host the bare step's pace drifts by up to 15 %
+between runs, more than one ratio can resolve: CT-VAE stage 2 on its cache gave 0.85-1.03
+over five runs at k = 1 (median 0.92) and 0.93-1.33 at k = 4 with device data (median
+0.99), 2026-11-28.
 """
 
 from __future__ import annotations
@@ -110,8 +117,8 @@ CASES = {
     "factorvae": ("configs/factorvae_dsprites_synth.py:small", "vae", {}),
     "mcqvae": ("configs/ctvae_shapes3d.py:small", "mcqvae", {"stages": ("mcqvae",)}),
     "ct": ("configs/ctvae_shapes3d.py:small", "ct", {"ct.train.code_source": "encode"}),
-    # The code cache encodes all 480 000 images first: seconds on a GPU, about half
-    # an hour on 2 CPU cores.
+    # The code cache encodes all 480 000 images first: seconds on a GPU, about 13
+    # minutes on 2 CPU cores.
     "ct_cache": ("configs/ctvae_shapes3d.py:small", "ct", {"ct.train.code_source": "cache"}),
 }
 DEFAULT_CASES = ("betavae", "betavae_s8", "factorvae", "mcqvae", "ct")

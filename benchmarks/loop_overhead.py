@@ -81,10 +81,10 @@ about 13 minutes on 2 CPU cores), the path `--steps_per_call` > 1 needs.
 
 `--repeats=N` measures each case N times (the timed stage trained afresh in one
 workdir, earlier stages and the code cache kept) and reports the run of median ratio,
-with every run's rates. On a shared CPU host the bare step's pace drifts by up to 15 %
-between runs, more than one ratio can resolve: CT-VAE stage 2 on its cache gave 0.85-1.03
-over five runs at k = 1 (median 0.92) and 0.93-1.33 at k = 4 with device data (median
-0.99), 2026-11-28.
+with every run's rates. On a shared CPU host the bare step's pace drifts between runs
+(CT-VAE stage 2's from 6.2 to 8.8 steps/s), more than one ratio can resolve: stage 2
+on its cache gave 0.85-1.03 over five runs at k = 1 (median 0.92) and 0.93-1.33 at
+k = 4 with device data (median 0.99), 2026-11-28.
 """
 
 from __future__ import annotations
@@ -321,8 +321,8 @@ def measure_repeated(case: str, steps: int, steps_per_call: int = 1, device_data
     each time (its checkpoints and TensorBoard events removed; the stages before it,
     and CT-VAE's code cache, are kept). Returns the repeat of median ratio (the lower
     middle one for an even count), with every repeat's rates under "repeats" when
-    there are several: the bare step's own pace drifts by up to 15 % between minutes
-    on a shared CPU host, more than one ratio can tell apart."""
+    there are several: on a shared CPU host the bare step's own pace drifts from one
+    run to the next by more than one ratio can tell apart."""
     stage = CASES[case][1]
     with tempfile.TemporaryDirectory() as workdir:
         runs = []

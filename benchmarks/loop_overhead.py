@@ -293,15 +293,12 @@ def configured(case: str, steps: int, steps_per_call: int = 1, device_data: str 
     return config, stage
 
 
-def measure(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off",
-            workdir: str | None = None) -> dict:
-    """One run of the case's timed stage (in `workdir`, else a fresh one) and its
-    bare step, timed right after it."""
+def measure(case: str, steps: int, steps_per_call: int, device_data: str,
+            workdir: str) -> dict:
+    """One run of the case's timed stage in `workdir` and its bare step, timed right
+    after it."""
     config, stage = configured(case, steps, steps_per_call, device_data)
-    with contextlib.ExitStack() as stack:
-        if workdir is None:
-            workdir = stack.enter_context(tempfile.TemporaryDirectory())
-        recorder = stack.enter_context(Recorder(stage).installed())
+    with Recorder(stage).installed() as recorder:
         stages.run(config, workdir)
         loop_seconds = recorder.timed_to - recorder.timed_from - recorder.compiling_seconds
         # From the end of the first (compiling) call.
@@ -313,6 +310,9 @@ def measure(case: str, steps: int, steps_per_call: int = 1, device_data: str = "
     return {"steps": timed_steps, "loop_steps_per_s": loop_rate, "bare_steps_per_s": rate,
             "ratio": loop_rate / rate, "ms_per_step": parts,
             "bare_ms_per_step": 1e3 / rate}
+
+
+REPEAT_FIGURES = ("loop_steps_per_s", "bare_steps_per_s", "ratio")
 
 
 def measure_repeated(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off",
@@ -335,9 +335,6 @@ def measure_repeated(case: str, steps: int, steps_per_call: int = 1, device_data
     median = sorted(runs, key=lambda run: run["ratio"])[(repeats - 1) // 2]
     return {**median, "repeats": [{name: run[name] for name in REPEAT_FIGURES}
                                   for run in runs]}
-
-
-REPEAT_FIGURES = ("loop_steps_per_s", "bare_steps_per_s", "ratio")
 
 
 def remove_stage_outputs(workdir: Path, stage: str) -> None:

@@ -75,20 +75,26 @@ def _gpu_loop_runs(results: Results) -> dict[str, dict]:
     then 1000 steps after the metrics writer's thread: β-VAE's printed row, the
     8 stacked seeds' record; then one record a case after the saves' check compiled
     with the first call; then β-VAE's record with the saves on a thread of their
-    own, since undone)."""
+    own, since undone; then one record a case with periodic saves at least 30 s
+    apart)."""
     folder = results.directory / GPU_LOOP_FOLDER
     last = lambda name: json.loads((folder / name).read_text().strip().splitlines()[-1])  # noqa: E731
     stacked = results.record("loop_overhead_gpu_k10_s8")["figures"]
     later = {**_printed_cases((folder / "k10_device_data_1000_steps.txt").read_text()),
              **stacked["cases"]}
-    one, eight = (results.record(f"loop_overhead_gpu_k10_s{s}_2a15770")["figures"]
-                  for s in (1, 8))
-    latest = {**one, "steps": f"{one['steps']} / {eight['steps']}",
-              "cases": {**one["cases"], **eight["cases"]}}
     threaded_saves = results.record("loop_overhead_gpu_k10_s1_398eddb")["figures"]
     return {"k1": last("k1_host_data.txt"), "k10": last("k10_device_data.txt"),
-            "k10_1000": {**stacked, "cases": later}, "k10_2a15770": latest,
-            "k10_398eddb": threaded_saves}
+            "k10_1000": {**stacked, "cases": later},
+            "k10_2a15770": _one_and_eight(results, "2a15770"),
+            "k10_398eddb": threaded_saves, "k10_a44d96a": _one_and_eight(results, "a44d96a")}
+
+
+def _one_and_eight(results: Results, commit: str) -> dict:
+    """One command's two GPU records, one seed then eight stacked, as one column."""
+    one, eight = (results.record(f"loop_overhead_gpu_k10_s{s}_{commit}")["figures"]
+                  for s in (1, 8))
+    return {**one, "steps": f"{one['steps']} / {eight['steps']}",
+            "cases": {**one["cases"], **eight["cases"]}}
 
 
 def loop_overhead_gpu(results: Results) -> str:
@@ -98,7 +104,8 @@ def loop_overhead_gpu(results: Results) -> str:
     titles = ["k = 1, host data, 400 steps (8eb25b3)", "k = 10, device data, 400 steps (21a6fec)",
               "k = 10, device data, 1000 steps (990b16c)",
               "k = 10, device data, 2000 / 1000 steps (2a15770)",
-              "k = 10, device data, 2000 steps, saves on a thread (398eddb)"]
+              "k = 10, device data, 2000 steps, saves on a thread (398eddb)",
+              "k = 10, device data, 2000 / 1000 steps, saves ≥ 30 s apart (a44d96a)"]
     rows = [[LOOP_CASES.get(name, name), *(_loop_cells(run["cases"].get(name))
                                            for run in runs.values())]
             # The k = 1 `ct` case encoded images and compiled modes inside the timed
@@ -159,9 +166,12 @@ def loop_overhead_parts(results: Results) -> str:
     gpu_runs = _gpu_loop_runs(results)
     cpu = [results.record(name) for name in CPU_LOOP_RECORDS]
     measured = [(f"1 {gpu['device']}, k = {gpu['steps_per_call']}, device data, "
-                 f"{gpu['steps']} steps", gpu)
-                for gpu in (gpu_runs["k10"], gpu_runs["k10_1000"], gpu_runs["k10_2a15770"],
-                            gpu_runs["k10_398eddb"])] + [
+                 f"{gpu['steps']} steps ({commit})", gpu)
+                for commit, gpu in (("21a6fec", gpu_runs["k10"]),
+                                    ("990b16c", gpu_runs["k10_1000"]),
+                                    ("2a15770", gpu_runs["k10_2a15770"]),
+                                    ("398eddb", gpu_runs["k10_398eddb"]),
+                                    ("a44d96a", gpu_runs["k10_a44d96a"]))] + [
         (_cpu_loop_title(record), record["figures"]) for record in cpu]
     rows = [[title, LOOP_CASES.get(case, case), f"{figures['bare_ms_per_step']:.1f}",
              *(f"{figures['ms_per_step'][part]:.2f}" for part in LOOP_PARTS)]

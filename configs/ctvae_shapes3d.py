@@ -13,13 +13,13 @@ the tests run):
 Override any field:  --config.mcqvae.optim.learning_rate=1e-3
 
 Reproduce on one GPU (`:gpu`: paper model sizes with the authors' one codebook,
-7.5 to 10 minutes of an H200, see `_make_gpu`) as a series of commands of at most
+6.4 minutes of an H200, see `_make_gpu`) as a series of commands of at most
 10 minutes each, e.g. on preemptible machines sharing the directory W. Install a
 CUDA jax once (`.venv/bin/pip install -U "jax[cuda12]"`), then run
   python -m causal_disent.main --config=configs/ctvae_shapes3d.py:gpu --workdir=W --max_minutes=9
 and run that same command again while it exits with status 3 ("paused: stage ...
 at step ...; rerun the same command to continue"); status 0 means both stages are
-finished (one command on an H200, 7 min 13 s measured; more on slower cards).
+finished (one command on an H200, 6.4 minutes measured; more on slower cards).
 Each command resumes from the checkpoint the previous one saved when its 9 minutes
 were spent, with the same data order.
 `WORKDIR=W launch/gpu_reproduce.sh` runs one such command, and
@@ -295,13 +295,17 @@ def _make_gpu(config: ml_collections.ConfigDict) -> None:
 
     Measured on one H200 (jax 0.11.2, whole runs: data, logging, checkpoints and
     curve points included; results/gpu_2026-11-26_h200_ctvae_noise0/, ..._40k/ and
-    gpu_2026-11-27_h200_ctvae_head/):
+    gpu_2026-11-27_h200_ctvae_head/, one step a call on host data; then
+    gpu_2026-11-28_h200_ctvae_k10/, 10 steps a call with the data on the device, as
+    configured now: stage 1 in 1m06s, stage 2 in 5m20s, 6.4 minutes whole, against
+    1m35s, 6m10s and 7.8 minutes for the same command at one step a call):
     stage 1 ran 10 000 steps (64 images a step) in 1.3-1.6 minutes to 32.9-33.0 dB;
     stage 2 ran 40 000 steps at 108-140 steps/s once compiled (proportions 0.3 / 0.6
     / 0.1, batch 16), 6 to 7 minutes with 9 curve points of 1000 test pairs, each
     scored 9 times (headline and 8 draws). With this recipe (noise annealed to 0)
     0.781 / 0.870 and, in a second run of the same command, 0.887 / 0.897 (most
-    likely structure; the GPU's run-to-run rounding grew into different codebooks);
+    likely structure; the GPU's run-to-run rounding grew into different codebooks),
+    and 0.825 / 0.868 in a third at 10 steps a call;
     with the paper's constant noise 0.771 / 0.803 (0.903 / 0.956 over 8 draws, the
     masks staying soft).
     Stage 1 stops at 10 000 steps: a 15 000-step run diverged at step 14 000 (34.1 dB
@@ -313,8 +317,11 @@ def _make_gpu(config: ml_collections.ConfigDict) -> None:
     """
     train = config.mcqvae.train
     train.num_steps = 10_000
+    # Ten steps a call, the images on the device: stage 1 at 228-273 steps/s on an
+    # H200 against 155-184 at one step a call on the host pipeline.
+    train.steps_per_call = 10
     train.log_every_steps = 500
-    # About 16 s of work on the host pipeline; saves also wait for
+    # About 10 s of work; saves also wait for
     # min_seconds_between_checkpoints (30 s).
     train.checkpoint_every_steps = 2500
     train.eval_every_steps = 2500
@@ -334,6 +341,7 @@ def _make_gpu(config: ml_collections.ConfigDict) -> None:
     ct.objective.structure_noise_final = 0.0
     train = ct.train
     train.num_steps = 40_000
+    train.steps_per_call = 10  # 158-184 steps/s on an H200, against 94-134 at one
     train.log_every_steps = 500
     # About 45 s of work lost at most when a machine is taken away unwarned.
     train.checkpoint_every_steps = 5000

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces CT-VAE on Shapes3D (configs/ctvae_shapes3d.py:gpu, 7.5 to 10 minutes
-# of one H200) in slices of at most MAX_MINUTES (default 9) minutes each, for machines
+# Reproduces CT-VAE on Shapes3D (configs/ctvae_shapes3d.py:gpu, 6.4 minutes of one
+# H200) in slices of at most MAX_MINUTES (default 9) minutes each, for machines
 # that may be taken away between commands; WORKDIR must outlive them.
 #
 #   WORKDIR=/mnt/runs/ctvae launch/gpu_reproduce.sh               # one slice

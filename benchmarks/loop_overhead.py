@@ -20,6 +20,13 @@ rates, their ratio, and where the loop's time went:
              step's metrics back (on an idle host, most of the device's compute
              time lands here), progress lines, signal and deadline checks
 
+A line under each case gives the loop's own step function (batch placement and the
+compiled call of `--steps_per_call` steps) called back to back with nothing else:
+between the bare step and the loop, it separates what the k-step call costs by itself
+from what the rest of the loop costs. `--unroll_call=auto|on|off` sets the timed
+stage's train.unroll_call (k steps unrolled, or a loop, whose control XLA:GPU runs on
+the host).
+
 Cases (configs at their `:small` sizes on `*_synth` data): betavae (S = 1),
 betavae_s8 (8 stacked seeds), factorvae, mcqvae (CT-VAE stage 1) and ct (stage 2,
 its codes encoded by the frozen stage 1 in each step: the code cache of the paper
@@ -132,6 +139,7 @@ class Recorder:
         self.stage = stage
         self.seconds = dict.fromkeys(PARTS, 0.0)
         self.training = self.mesh = self.first_batch = self.state = None
+        self.step_fn = None  # the loop's own step function (runner.compiled_step_fn)
         self.first_step = self.timed_from = self.timed_to = None
         self.steps_per_call = 1
         self.calls = 0
@@ -154,11 +162,12 @@ class Recorder:
         original_timing = reporting.Progress.start_timing
         recorder = self
 
-        def step_fn_factory(training, mesh, stage="", steps_per_call=1):
-            step_fn, rows_of_call = original_step_fn(training, mesh, stage, steps_per_call)
+        def step_fn_factory(training, mesh, stage="", steps_per_call=1, unroll_call="auto"):
+            step_fn, rows_of_call = original_step_fn(training, mesh, stage, steps_per_call,
+                                                     unroll_call)
             if stage != recorder.stage:
                 return step_fn, rows_of_call
-            recorder.training, recorder.mesh = training, mesh
+            recorder.training, recorder.mesh, recorder.step_fn = training, mesh, step_fn
             recorder.steps_per_call = steps_per_call
 
             def timed_step(state, local_batch, step):
@@ -263,15 +272,37 @@ def bare_rate(recorder: Recorder, steps: int) -> float:
     for mode in modes:
         state, _ = compiled[mode](state, batch, training.rng)
     jax.block_until_ready(state)
+    recorder.state = state  # the one it started from was donated
     return steps / (time.perf_counter() - started)
 
 
-def configured(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off"):
+def call_rate(recorder: Recorder, steps: int) -> float:
+    """Steps/s of the loop's own step function (its batch placement and compiled call
+    of k steps, unrolled or a loop as configured) called back to back on the first
+    call's batch, in the loop's sequence of steps, with nothing else in the loop:
+    between the bare step and the loop, it tells the k-step call's own cost (on a
+    GPU, a loop's control runs on the host) from the rest of the loop's."""
+    k = recorder.steps_per_call
+    starts = [recorder.first_step + k * call for call in range(max(1, steps // k))]
+    state = recorder.state
+    state, _ = recorder.step_fn(state, recorder.first_batch, starts[0])  # warm, untimed
+    jax.block_until_ready(state)
+    started = time.perf_counter()
+    for step in starts:
+        state, _ = recorder.step_fn(state, recorder.first_batch, step)
+    jax.block_until_ready(state)
+    recorder.state = state
+    return len(starts) * k / (time.perf_counter() - started)
+
+
+def configured(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off",
+               unroll_call: str = "auto"):
     path, stage, overrides = CASES[case]
     config = cli.load_config_file(str(REPO / path), lock=False)
     section = config[stage]
     section.train.num_steps = steps
     section.train.steps_per_call = steps_per_call
+    section.train.unroll_call = unroll_call
     section.train.device_data = device_data
     for name in ("log_every_steps", "checkpoint_every_steps"):  # multiples of k
         section.train[name] = max(steps_per_call,
@@ -294,10 +325,10 @@ def configured(case: str, steps: int, steps_per_call: int = 1, device_data: str 
 
 
 def measure(case: str, steps: int, steps_per_call: int, device_data: str,
-            workdir: str) -> dict:
-    """One run of the case's timed stage in `workdir` and its bare step, timed right
-    after it."""
-    config, stage = configured(case, steps, steps_per_call, device_data)
+            workdir: str, unroll_call: str = "auto") -> dict:
+    """One run of the case's timed stage in `workdir`, then its bare step and the
+    loop's step function alone, timed right after it."""
+    config, stage = configured(case, steps, steps_per_call, device_data, unroll_call)
     with Recorder(stage).installed() as recorder:
         stages.run(config, workdir)
         loop_seconds = recorder.timed_to - recorder.timed_from - recorder.compiling_seconds
@@ -305,18 +336,19 @@ def measure(case: str, steps: int, steps_per_call: int, device_data: str,
         timed_steps = (recorder.calls - 1 - recorder.compiling_calls) * steps_per_call
         loop_rate = timed_steps / loop_seconds
         rate = bare_rate(recorder, timed_steps)
+        call = call_rate(recorder, timed_steps)
     parts = {part: seconds / timed_steps * 1e3 for part, seconds in recorder.seconds.items()}
     parts["rest"] = loop_seconds / timed_steps * 1e3 - sum(parts.values())
     return {"steps": timed_steps, "loop_steps_per_s": loop_rate, "bare_steps_per_s": rate,
             "ratio": loop_rate / rate, "ms_per_step": parts,
-            "bare_ms_per_step": 1e3 / rate}
+            "bare_ms_per_step": 1e3 / rate, "call_steps_per_s": call}
 
 
-REPEAT_FIGURES = ("loop_steps_per_s", "bare_steps_per_s", "ratio")
+REPEAT_FIGURES = ("loop_steps_per_s", "bare_steps_per_s", "ratio", "call_steps_per_s")
 
 
 def measure_repeated(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off",
-                     repeats: int = 1) -> dict:
+                     repeats: int = 1, unroll_call: str = "auto") -> dict:
     """The case measured `repeats` times in one workdir, the timed stage trained afresh
     each time (its checkpoints and TensorBoard events removed; the stages before it,
     and CT-VAE's code cache, are kept). Returns the repeat of median ratio (the lower
@@ -329,7 +361,8 @@ def measure_repeated(case: str, steps: int, steps_per_call: int = 1, device_data
         for repeat in range(repeats):
             if repeat:
                 remove_stage_outputs(Path(workdir), stage)
-            runs.append(measure(case, steps, steps_per_call, device_data, workdir))
+            runs.append(measure(case, steps, steps_per_call, device_data, workdir,
+                                unroll_call))
     if repeats == 1:
         return runs[0]
     median = sorted(runs, key=lambda run: run["ratio"])[(repeats - 1) // 2]
@@ -352,6 +385,8 @@ def main() -> None:
                         help="the timed stage's train.steps_per_call")
     parser.add_argument("--device_data", default="off", choices=("auto", "on", "off"),
                         help="the timed stage's train.device_data")
+    parser.add_argument("--unroll_call", default="auto", choices=("auto", "on", "off"),
+                        help="the timed stage's train.unroll_call (auto: unrolled on CPUs)")
     parser.add_argument("--repeats", type=int, default=1,
                         help="runs of each case; the median ratio is printed and recorded")
     records.add_record_flag(parser)
@@ -366,24 +401,31 @@ def main() -> None:
     device = jax.devices()[0]
     print(f"{platform.processor() or platform.machine()}, {device.platform} "
           f"({device.device_kind}), jax {jax.__version__}, {args.steps} steps per case, "
-          f"steps_per_call {args.steps_per_call}, device_data {args.device_data}")
+          f"steps_per_call {args.steps_per_call}, unroll_call {args.unroll_call}, "
+          f"device_data {args.device_data}")
     header = (f"{'case':11s} {'loop/s':>8s} {'bare/s':>8s} {'ratio':>6s}   ms per step: "
               f"{'bare':>6s} " + " ".join(f"{part:>9s}" for part in (*PARTS, "rest")))
     print(header)
     results = {}
     for case in cases:
         figures = results[case] = measure_repeated(case, args.steps, args.steps_per_call,
-                                                   args.device_data, args.repeats)
+                                                   args.device_data, args.repeats,
+                                                   args.unroll_call)
         parts = figures["ms_per_step"]
         print(f"{case:11s} {figures['loop_steps_per_s']:8.2f} {figures['bare_steps_per_s']:8.2f} "
               f"{figures['ratio']:6.3f}   {'':13s}{figures['bare_ms_per_step']:6.1f} "
               + " ".join(f"{parts[part]:9.2f}" for part in (*PARTS, "rest")), flush=True)
+        print(f"  the loop's step function alone, back to back: "
+              f"{figures['call_steps_per_s']:.2f} steps/s "
+              f"({figures['call_steps_per_s'] / figures['bare_steps_per_s']:.3f} of the bare "
+              f"step)", flush=True)
         if "repeats" in figures:
             print("  ratio of each repeat (loop / bare steps/s): " + ", ".join(
                 f"{run['ratio']:.3f} ({run['loop_steps_per_s']:.2f} / "
                 f"{run['bare_steps_per_s']:.2f})" for run in figures["repeats"]), flush=True)
     figures = {"device": device.device_kind, "steps": args.steps,
-               "steps_per_call": args.steps_per_call, "device_data": args.device_data,
+               "steps_per_call": args.steps_per_call, "unroll_call": args.unroll_call,
+               "device_data": args.device_data,
                "repeats": args.repeats, "cases": results}
     print(json.dumps(figures))
     records.write_or_exit(recorder, figures)

@@ -98,6 +98,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
     # dispatch; logs, checkpoints and curve points then fall on multiples of k.
     train.steps_per_call = 1
+    # Those k steps unrolled or a loop: "auto" unrolls on CPUs only (train/multi_step.py).
+    train.unroll_call = "auto"
     # Training data on the devices, the host sending row indices (train/device_data.py):
     # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device and in
     # half of each device's free memory.

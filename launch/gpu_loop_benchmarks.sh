@@ -3,11 +3,15 @@
 # command of at most BUDGET seconds (default 560), each part under its own timeout so
 # that what finished is kept:
 #   1. benchmarks/loop_overhead.py: β-VAE :small, one seed, 2000 steps, k = 10, device
-#      data (the target: loop >= 0.85 of the bare step)
-#   2. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
-#      projected to eight (the target: >= 6x less wall time), k = 10, device data
-#   3. benchmarks/figure_drawing.py: the host's share of a stacked run's figures
-#   4. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, in the time left
+#      data, the 10 steps a loop (the GPU's "auto"; the target: loop >= 0.85 of the
+#      bare step)
+#   2. the same with the 10 steps unrolled (train.unroll_call=on: no loop control for
+#      the host to wait on inside each call)
+#   3. the same, unrolled, for eight stacked seeds, 1000 steps
+#   4. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
+#      projected to eight (the target: >= 6x less wall time), k = 10 unrolled, device data
+#   5. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, a loop, in the time
+#      left
 #
 #   OUT=/tmp/out BUDGET=560 launch/gpu_loop_benchmarks.sh
 #
@@ -49,12 +53,16 @@ part() {
 } > "${OUT}/machine.txt" 2>&1
 
 K10=(--steps_per_call=10 --device_data=on)
-part loop_overhead_s1 150 "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
-  --steps=2000 "${K10[@]}"
-part seed_stacking_runs $(( $(left) - 120 )) "${PYTHON}" benchmarks/seed_stacking_runs.py \
+part loop_overhead_s1 120 "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
+  --steps=2000 "${K10[@]}" --unroll_call=off
+part loop_overhead_s1_unrolled 150 "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
+  --steps=2000 "${K10[@]}" --unroll_call=on
+part loop_overhead_s8_unrolled 150 "${PYTHON}" benchmarks/loop_overhead.py \
+  --cases=betavae_s8 --steps=1000 "${K10[@]}" --unroll_call=on
+part seed_stacking_runs $(( $(left) - 60 )) "${PYTHON}" benchmarks/seed_stacking_runs.py \
   --root=/tmp/seed_stacking_runs --sequential_runs=2 \
-  --config.vae.train.steps_per_call=10 --config.vae.train.device_data=on
-part figure_drawing $(( $(left) < 60 ? $(left) : 60 )) "${PYTHON}" benchmarks/figure_drawing.py
+  --config.vae.train.steps_per_call=10 --config.vae.train.device_data=on \
+  --config.vae.train.unroll_call=on
 part loop_overhead_s8 "$(left)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae_s8 \
-  --steps=1000 "${K10[@]}"
+  --steps=1000 "${K10[@]}" --unroll_call=off
 ls -la "${OUT}"

@@ -129,17 +129,22 @@ def run_gpu_loop_benchmarks(tmp_path, budget: int):
 
 def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
     timeline, started, log = run_gpu_loop_benchmarks(tmp_path, budget=560)
-    assert started == ["benchmarks/loop_overhead.py", "benchmarks/seed_stacking_runs.py",
-                       "benchmarks/figure_drawing.py", "benchmarks/loop_overhead.py"]
+    assert started == ["benchmarks/loop_overhead.py"] * 3 + [
+        "benchmarks/seed_stacking_runs.py", "benchmarks/loop_overhead.py"]
     assert [line.split(":")[0] for line in timeline] == [
-        "loop_overhead_s1", "seed_stacking_runs", "figure_drawing", "loop_overhead_s8"]
-    commands = log.read_text()
-    assert f"--record={tmp_path}/out/seed_stacking_runs_record.json" in commands
-    assert "--sequential_runs=2 --config.vae.train.steps_per_call=10" in commands
+        "loop_overhead_s1", "loop_overhead_s1_unrolled", "loop_overhead_s8_unrolled",
+        "seed_stacking_runs", "loop_overhead_s8"]
+    commands = log.read_text().splitlines()
+    assert [command.split("--unroll_call=")[-1].split()[0] for command in commands
+            if command.startswith("benchmarks/loop_overhead.py")] == ["off", "on", "on", "off"]
+    stacking = next(command for command in commands if "seed_stacking_runs" in command)
+    assert f"--record={tmp_path}/out/seed_stacking_runs_record.json" in stacking
+    assert ("--sequential_runs=2 --config.vae.train.steps_per_call=10 "
+            "--config.vae.train.device_data=on --config.vae.train.unroll_call=on") in stacking
 
 
 def test_a_part_without_time_left_is_skipped_and_said(tmp_path):
-    # 135 s: the stacking runs would get 15 s (the budget less 120 for what follows).
-    timeline, started, _ = run_gpu_loop_benchmarks(tmp_path, budget=135)
+    # 75 s: the stacking runs would get 15 s (the budget less 60 for what follows).
+    timeline, started, _ = run_gpu_loop_benchmarks(tmp_path, budget=75)
     assert "benchmarks/seed_stacking_runs.py" not in started
     assert any(line.startswith("seed_stacking_runs: skipped") for line in timeline)

@@ -1,6 +1,7 @@
-"""benchmarks/loop_overhead.py's repeats: the timed stage trained afresh in one
-workdir, the stages before it kept, the median repeat reported. (Its runs are whole
-stages, too slow for the suite; its records in results/ come from it.)"""
+"""benchmarks/loop_overhead.py's repeats (the timed stage trained afresh in one
+workdir, the stages before it kept, the median repeat reported) and its timing of the
+loop's step function alone. (Its runs are whole stages, too slow for the suite; its
+records in results/ come from it.)"""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def fake_measures(ratios: list[float], calls: list[tuple[str, bool]]):
     stage's checkpoints were there at its start, then leaves some behind."""
     figures = iter(ratios)
 
-    def measure(case, steps, steps_per_call, device_data, workdir):
+    def measure(case, steps, steps_per_call, device_data, workdir, unroll_call):
         stage = loop_overhead.CASES[case][1]
         checkpoints = Path(workdir) / "checkpoints" / stage
         calls.append((workdir, checkpoints.exists()))
@@ -37,7 +38,7 @@ def fake_measures(ratios: list[float], calls: list[tuple[str, bool]]):
         (Path(workdir) / "code_cache").mkdir(exist_ok=True)
         ratio = next(figures)
         return {"loop_steps_per_s": ratio * 10, "bare_steps_per_s": 10.0, "ratio": ratio,
-                "ms_per_step": {"rest": ratio}}
+                "ms_per_step": {"rest": ratio}, "call_steps_per_s": 11.0}
     return measure
 
 
@@ -51,7 +52,7 @@ def test_repeats_share_one_workdir_train_the_stage_afresh_and_report_the_median(
     assert figures["ratio"] == 1.01 and figures["ms_per_step"] == {"rest": 1.01}
     assert [run["ratio"] for run in figures["repeats"]] == [1.06, 0.89, 1.01, 0.9, 1.05]
     assert figures["repeats"][1] == {"loop_steps_per_s": 8.9, "bare_steps_per_s": 10.0,
-                                     "ratio": 0.89}
+                                     "ratio": 0.89, "call_steps_per_s": 11.0}
 
 
 def test_an_even_count_reports_the_lower_middle_repeat_and_one_repeat_adds_no_list(monkeypatch):
@@ -66,3 +67,20 @@ def test_fewer_than_one_repeat_is_refused_with_one_error_line(monkeypatch, capsy
     with pytest.raises(SystemExit) as exit_info:
         loop_overhead.main()
     assert str(exit_info.value) == "error: --repeats must be at least 1, got 0"
+
+
+def test_the_step_function_alone_runs_the_loops_calls_in_order_on_its_first_batch():
+    """call_rate: one untimed warm call, then one call of k steps per k of `steps`,
+    each from the step the loop's call would start at, the state threaded through."""
+    calls = []
+
+    def step_fn(state, batch, step):
+        calls.append((state, batch, step))
+        return state + 1, {}
+
+    recorder = loop_overhead.Recorder("vae")
+    recorder.step_fn, recorder.steps_per_call = step_fn, 10
+    recorder.first_batch, recorder.first_step, recorder.state = "batch", 20, 0
+    assert loop_overhead.call_rate(recorder, 30) > 0
+    assert calls == [(0, "batch", 20), (1, "batch", 20), (2, "batch", 30), (3, "batch", 40)]
+    assert recorder.state == 4

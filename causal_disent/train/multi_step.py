@@ -9,6 +9,15 @@ curve points, signal and deadline checks fall on call boundaries, so the config'
 intervals must be multiples of k (`check_config`). With k = 1 the plain jitted step
 runs, exactly as before.
 
+How the k steps run (`train.unroll_call`): unrolled into one straight program, or
+as a loop (`lax.scan` keeps it a loop). XLA:CPU ran a convolutional step inside a
+loop 30x slower (beta-VAE :small, 2 cores: 6.9 s a step against 0.22 s); XLA:GPU
+runs a loop's control on the host, which waits on the device at every iteration
+(jax-ml/jax#2491), so the host cannot queue the next call while one runs: on an
+H200 the loop's host spent 7.5 of each 10-step call's 11.9 ms inside the call at one
+seed, 56 of 66 ms at eight stacked seeds. "auto" unrolls on CPUs and keeps the loop
+on accelerators (it compiles the step once for any k); "on" and "off" choose.
+
 A stage with several step functions (CT-VAE stage 2's modes) scans over
 `lax.switch` on each step's mode index. Its modes return different metrics, so
 each branch returns the union of their names (zeros where a mode has none); the
@@ -26,6 +35,7 @@ import numpy as np
 
 from causal_disent.train import config_ranges
 
+UNROLL_SETTINGS = ("auto", "on", "off")  # train.unroll_call
 # Intervals that must be multiples of steps_per_call (0 means "never" for the last).
 _ALIGNED_FIELDS = ("log_every_steps", "checkpoint_every_steps", "num_steps", "eval_every_steps")
 
@@ -33,11 +43,15 @@ _ALIGNED_FIELDS = ("log_every_steps", "checkpoint_every_steps", "num_steps", "ev
 def check_config(config: ml_collections.ConfigDict) -> None:
     """Raises ValueError naming the first train section whose `steps_per_call` is not
     an integer >= 1, or whose step intervals are not multiples of it; every section
-    holding a `steps_per_call` is checked, wherever it sits."""
+    holding a `steps_per_call` is checked, wherever it sits; so is `unroll_call`."""
     for path, section in config_ranges.sections_with(config, "steps_per_call"):
         k = section.steps_per_call
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"{path}.steps_per_call must be an integer >= 1, got {k!r}")
+        unroll = section.get("unroll_call", "auto")
+        if unroll not in UNROLL_SETTINGS:
+            raise ValueError(f"{path}.unroll_call must be one of {UNROLL_SETTINGS}, got "
+                             f"{unroll!r}")
         for name in _ALIGNED_FIELDS:
             value = section.get(name, 0)
             if isinstance(value, int) and value % k:
@@ -77,12 +91,13 @@ def grouped(batches: Iterable[dict], k: int) -> Iterator[dict]:
         yield {key: np.stack([batch[key] for batch in group]) for key in group[0]}
 
 
-def unrolled_on(platform: str) -> bool:
+def unrolled(setting: str, platform: str) -> bool:
     """Whether a call's k steps are unrolled into one straight program rather than
-    a loop: on XLA:CPU a convolutional step inside a while loop ran 30x slower
-    (beta-VAE :small, 2 cores: 6.9 s a step against 0.22 s), unrolled it runs at the
-    single step's speed; accelerators run the loop, which compiles once for any k."""
-    return platform == "cpu"
+    a loop, for `train.unroll_call` = `setting` on devices of `platform` (the module
+    docstring says why "auto" unrolls on CPUs only)."""
+    if setting not in UNROLL_SETTINGS:
+        raise ValueError(f"unroll_call must be one of {UNROLL_SETTINGS}, got {setting!r}")
+    return platform == "cpu" if setting == "auto" else setting == "on"
 
 
 def scanned(step: Callable, unroll: bool = False) -> Callable:

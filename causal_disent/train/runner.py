@@ -114,7 +114,8 @@ def run_stage(stage: Stage, workdir: Path, mesh: Mesh, mode: str = "train") -> d
     if plan.training is not None and first_step < stage.total_steps:
         k = cfg.get("steps_per_call", 1)
         multi_step.check_total_steps(stage.name, stage.total_steps, first_step, k)
-        step_fn, rows_of_call = compiled_step_fn(plan.training, mesh, stage.name, k)
+        step_fn, rows_of_call = compiled_step_fn(plan.training, mesh, stage.name, k,
+                                                 cfg.get("unroll_call", "auto"))
         training = plan.training
         batches = training.batches if training.device_data is None else training.device_data.batches
         state = fit(
@@ -178,12 +179,14 @@ def _revisit(stage: Stage, workdir: Path, mesh: Mesh, mode: str) -> dict:
 
 
 def compiled_step_fn(training: Training, mesh: Mesh, stage: str = "",
-                     steps_per_call: int = 1) -> tuple[Callable, Callable | None]:
+                     steps_per_call: int = 1,
+                     unroll_call: str = "auto") -> tuple[Callable, Callable | None]:
     """(step_fn, rows_of_call) for `loop.fit`: step_fn(state, this host's batch,
     step) -> (state, metrics) runs the jitted step of the step's mode, batch sharded
     and state replicated over `mesh`, state donated; with `steps_per_call` k > 1 it
     runs the k steps from `step` on k stacked batches in one call, and rows_of_call
-    splits their metrics into rows (None for k = 1: one row a call). With
+    splits their metrics into rows (None for k = 1: one row a call); `unroll_call`
+    says whether those k steps are unrolled or a loop (multi_step.unrolled). With
     `training.device_data`, the batch holds row indices and the compiled call
     gathers its data from the table placed on the devices here. The first call of
     each mode compiles it, from seconds to minutes: the console says so first."""
@@ -217,7 +220,7 @@ def compiled_step_fn(training: Training, mesh: Mesh, stage: str = "",
                        out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0)
 
     rows = multi_step.Rows(modes if several_modes else None)
-    unroll = multi_step.unrolled_on(mesh.devices.flat[0].platform)
+    unroll = multi_step.unrolled(unroll_call, mesh.devices.flat[0].platform)
     if k == 1:
         compiled = {mode: jitted(with_data(lambda steps, mode=mode: steps[mode]))
                     for mode in modes}

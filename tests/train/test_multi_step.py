@@ -8,6 +8,7 @@ import functools
 import itertools
 import json
 import os
+import re
 import signal
 
 import jax
@@ -158,15 +159,22 @@ def regression_batches(count):
              "y": rng.normal(size=(8, 3)).astype(np.float32)} for _ in range(count)]
 
 
-def test_a_scanned_call_equals_its_single_steps():
+@pytest.mark.parametrize("unroll", [False, True])
+def test_a_scanned_call_equals_its_single_steps(unroll):
     batches, rng = regression_batches(4), jax.random.key(3)
     state, single = regression_state(), []
     step = jax.jit(regression_step)
     for batch in batches:
         state, metrics = step(state, batch, rng)
         single.append(metrics)
-    scanned_state, stacked = jax.jit(multi_step.scanned(regression_step))(
-        regression_state(), next(multi_step.grouped(batches, 4)), rng)
+    call = jax.jit(multi_step.scanned(regression_step, unroll))
+    stacked_batches = next(multi_step.grouped(batches, 4))
+    # Unrolled, the compiled program holds no loop over the 4 steps (none for XLA:GPU
+    # to run on the host); the random draws' own 5-round loops stay on a CPU.
+    program = call.lower(regression_state(), stacked_batches, rng).compile().as_text()
+    trip_counts = re.findall(r'"known_trip_count":\{"n":"(\d+)"\}', program)
+    assert ("4" in trip_counts) is not unroll
+    scanned_state, stacked = call(regression_state(), stacked_batches, rng)
     rows = multi_step.Rows()(0, jax.device_get(stacked))
     assert [step for step, _ in rows] == [1, 2, 3, 4]
     for (_, row), metrics in zip(rows, single):
@@ -361,6 +369,7 @@ def config_with(**train):
                             r"vae.train.steps_per_call = 4.*checkpoint_every_steps=8"),
     ({"eval_every_steps": 3}, "eval_every_steps = 3 is not a multiple"),
     ({"num_steps": 13}, "num_steps = 13 is not a multiple"),
+    ({"unroll_call": "yes"}, r"vae.train.unroll_call must be one of \('auto', 'on', 'off'\)"),
 ])
 def test_steps_per_call_that_intervals_do_not_divide_is_refused(train, message):
     multi_step.check_config(config_with())
@@ -376,6 +385,13 @@ def test_bad_device_data_settings_are_refused(train, message):
     device_data.check_config(config_with())
     with pytest.raises(ValueError, match=message):
         device_data.check_config(config_with(**train))
+
+
+def test_unroll_call_auto_unrolls_on_cpus_only_and_on_or_off_decide_everywhere():
+    assert [multi_step.unrolled("auto", platform) for platform in ("cpu", "gpu", "tpu")] == [
+        True, False, False]
+    for platform in ("cpu", "gpu"):
+        assert multi_step.unrolled("on", platform) and not multi_step.unrolled("off", platform)
 
 
 def test_a_resumed_step_between_calls_is_refused():

@@ -8,9 +8,11 @@
 #   2. the same with the 10 steps unrolled (train.unroll_call=on: no loop control for
 #      the host to wait on inside each call)
 #   3. the same, unrolled, for eight stacked seeds, 1000 steps
-#   4. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
+#   4. CT-VAE stage 2 on its code cache (`:small`), 1000 steps, k = 10 as configured
+#      for accelerators (a loop over `lax.switch` on each step's mode)
+#   5. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
 #      projected to eight (the target: >= 6x less wall time), k = 10 unrolled, device data
-#   5. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, a loop, in the time
+#   6. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, a loop, in the time
 #      left
 #
 #   OUT=/tmp/out BUDGET=560 launch/gpu_loop_benchmarks.sh
@@ -34,6 +36,7 @@ fi
 export PYTHONUNBUFFERED=1
 START=$(date +%s)
 left() { echo $(( ${BUDGET:-560} - ($(date +%s) - START) )); }
+upto() { local l; l=$(left); echo $(( $1 < l ? $1 : l )); }  # SECONDS, or what is left
 
 # part NAME SECONDS COMMAND...: runs COMMAND under a timeout of SECONDS, its console to
 # OUT/NAME.txt, and notes its exit status and end time.
@@ -53,12 +56,14 @@ part() {
 } > "${OUT}/machine.txt" 2>&1
 
 K10=(--steps_per_call=10 --device_data=on)
-part loop_overhead_s1 120 "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
+part loop_overhead_s1 "$(upto 120)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
   --steps=2000 "${K10[@]}" --unroll_call=off
-part loop_overhead_s1_unrolled 150 "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
+part loop_overhead_s1_unrolled "$(upto 150)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
   --steps=2000 "${K10[@]}" --unroll_call=on
-part loop_overhead_s8_unrolled 150 "${PYTHON}" benchmarks/loop_overhead.py \
+part loop_overhead_s8_unrolled "$(upto 150)" "${PYTHON}" benchmarks/loop_overhead.py \
   --cases=betavae_s8 --steps=1000 "${K10[@]}" --unroll_call=on
+part loop_overhead_ct_cache "$(upto 120)" "${PYTHON}" benchmarks/loop_overhead.py --cases=ct_cache \
+  --steps=1000 "${K10[@]}"
 part seed_stacking_runs $(( $(left) - 60 )) "${PYTHON}" benchmarks/seed_stacking_runs.py \
   --root=/tmp/seed_stacking_runs --sequential_runs=2 \
   --config.vae.train.steps_per_call=10 --config.vae.train.device_data=on \

@@ -129,14 +129,18 @@ def run_gpu_loop_benchmarks(tmp_path, budget: int):
 
 def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
     timeline, started, log = run_gpu_loop_benchmarks(tmp_path, budget=560)
-    assert started == ["benchmarks/loop_overhead.py"] * 3 + [
+    assert started == ["benchmarks/loop_overhead.py"] * 4 + [
         "benchmarks/seed_stacking_runs.py", "benchmarks/loop_overhead.py"]
     assert [line.split(":")[0] for line in timeline] == [
         "loop_overhead_s1", "loop_overhead_s1_unrolled", "loop_overhead_s8_unrolled",
-        "seed_stacking_runs", "loop_overhead_s8"]
+        "loop_overhead_ct_cache", "seed_stacking_runs", "loop_overhead_s8"]
     commands = log.read_text().splitlines()
-    assert [command.split("--unroll_call=")[-1].split()[0] for command in commands
-            if command.startswith("benchmarks/loop_overhead.py")] == ["off", "on", "on", "off"]
+    assert [(command.split("--cases=")[1].split()[0],
+             command.split("--unroll_call=")[1].split()[0] if "--unroll_call" in command
+             else "as configured")
+            for command in commands if command.startswith("benchmarks/loop_overhead.py")] == [
+        ("betavae", "off"), ("betavae", "on"), ("betavae_s8", "on"),
+        ("ct_cache", "as configured"), ("betavae_s8", "off")]
     stacking = next(command for command in commands if "seed_stacking_runs" in command)
     assert f"--record={tmp_path}/out/seed_stacking_runs_record.json" in stacking
     assert ("--sequential_runs=2 --config.vae.train.steps_per_call=10 "

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from causal_disent.report import reference
+from causal_disent.report.formatting import (Results, fixed, group_runs, history_minutes,
+                                             machine_name, mean_std, minutes, runs_machine,
+                                             stage_seconds, table, whole_run_minutes)
 from causal_disent.runs import records
-from causal_disent.report.formatting import (Results, fixed, group_runs, machine_name,
-                                             mean_std, minutes, runs_machine, stage_seconds,
-                                             table, whole_run_minutes)
 
 # Shapes3D actions in the CT-VAE's order; the geometry columns are these pairs.
 GEOMETRY = {"scale": (3, 9), "shape": (4, 10), "orientation": (5, 11)}
@@ -167,9 +167,8 @@ def _gpu_run(results: Results, folder: str, record: str | None) -> tuple[dict, f
         return gpu["figures"]["ct"], whole_run_minutes(gpu), gpu["machine"]
     path = results.run_folder(folder)
     history = records.workdir_history(path)
-    minutes_ = sum(session["seconds"] for session in history["log_sessions"]) / 60
     ct = json.loads((path / "results.json").read_text())["ct"]
-    return ct, minutes_, history["commands"][-1]["machine"]
+    return ct, history_minutes(history), history["commands"][-1]["machine"]
 
 
 def _curve_cells(point: dict | None) -> list[str]:

@@ -92,7 +92,12 @@ def whole_run_minutes(record: dict) -> float:
     """A `main --record`'s training time: every command that trained its workdir (a
     run resumed over slices has several), summed."""
     [run] = record["runs"]
-    return sum(session["seconds"] for session in run.get("log_sessions", [])) / 60
+    return history_minutes(run)
+
+
+def history_minutes(history: dict) -> float:
+    """The same for one workdir's history (records.workdir_history)."""
+    return sum(session["seconds"] for session in history.get("log_sessions", [])) / 60
 
 
 def group_runs(record: dict) -> dict[str, list[dict]]:

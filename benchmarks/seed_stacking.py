@@ -5,7 +5,7 @@ network, batch 64), jitted as the runner jits it.
 
   python benchmarks/seed_stacking.py                        # S = 8, β-VAE :small
   python benchmarks/seed_stacking.py --seeds=8 --config=configs/factorvae_dsprites_synth.py
-  python benchmarks/seed_stacking.py --execution=vmap       # or unroll; auto: by platform
+  python benchmarks/seed_stacking.py --execution=vmap       # unroll, vmap_matmul; auto: by platform
 
 For S = 1 and S = seeds (run by --execution, train/seed_stacking.EXECUTIONS): the
 compile time of the step and the median seconds per step over --steps steps
@@ -14,11 +14,13 @@ sequential = S · (compile₁ + run_steps · step₁), stacked = compile_S + run
 step_S, and their ratio. Data rendering is left out (the input pipeline renders in a
 background thread); so is the end-of-run evaluation, the same work either way.
 
-On the 2-core CPU (β-VAE :small, S = 8): unrolling gains a little, vmap loses
-several times over (XLA:CPU runs the vmapped convolutions as grouped ones); the
-figures are the records results/seed_stacking_cpu_{unroll,vmap}.json
-(--execution=unroll --steps=5, --execution=vmap --steps=3), rendered in
-docs/baselines.md.
+On the 2-core CPU (β-VAE :small, S = 8, 2026-11-28): unrolling gains little, vmap
+loses several times over (XLA:CPU runs the vmapped convolutions as grouped ones):
+1761 ms a stacked step unrolled, 8560 vmapped, 2631 vmapped with the convolutions as
+matmuls (vmap_matmul), against 217-258 ms for one seed; the records
+results/seed_stacking_cpu_{unroll,vmap,vmap_matmul}.json (--execution=unroll
+--steps=5, then --execution=vmap --steps=3 and --execution=vmap_matmul --steps=3),
+rendered in docs/baselines.md.
 
 Measured on one H100 (jax 0.11.2; β-VAE :small, S = 8, --steps=20):
   vmap (auto on GPU)    S = 1 1.5 ms/step, S = 8 8.7 ms/step: 70 s sequential

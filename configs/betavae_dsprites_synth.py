@@ -32,7 +32,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Models trained at once, seeds seed, seed + 1, ... (train/seed_stacking.py), each
     # written as its own run in WORKDIR/seeds/seed_<seed>; a multiple of the devices.
     config.num_seeds = 1
-    config.seed_execution = "auto"  # "vmap" | "unroll" (train/seed_stacking.EXECUTIONS)
+    # How the seeds run in the one step: "vmap" | "unroll" | "vmap_matmul"
+    # (train/seed_stacking.EXECUTIONS; "auto": unroll on CPU, vmap elsewhere).
+    config.seed_execution = "auto"
     config.stages = ("vae",)
 
     config.data = ml_collections.ConfigDict()

@@ -12,6 +12,8 @@ Every width is a constructor argument so that small variants can shrink them.
 convolutions (models/causalvae.py).
 """
 
+import contextlib
+import contextvars
 from collections.abc import Callable, Sequence
 
 import flax.linen as nn
@@ -23,6 +25,70 @@ import numpy as np
 def leaky_relu(x: jax.Array) -> jax.Array:
     # The authors use LeakyReLU(0.01) everywhere.
     return nn.leaky_relu(x, negative_slope=0.01)
+
+
+# Whether `convolve` is traced as a convolution (False) or as strided slices and one
+# matmul (True); set by `convolutions_as_matmuls`.
+_AS_MATMULS = contextvars.ContextVar("convolutions_as_matmuls", default=False)
+_NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+@contextlib.contextmanager
+def convolutions_as_matmuls():
+    """Traces this module's convolutions (`downsample_stack`, `UpsampleConv`) inside
+    the block as matmuls over image patches: the same values up to float rounding.
+
+    Why: under `jax.vmap` over both images and kernels (several seeds' models in one
+    step, train/seed_stacking.py) a convolution and its gradients become grouped
+    convolutions, which XLA:CPU runs several times slower than the same
+    convolutions one by one (benchmarks/seed_stacking.py), while a matmul becomes
+    one batched matmul. The form
+    is chosen at trace time, like `jax.default_matmul_precision`, so the block must
+    enclose the tracing of the function (e.g. the body of the jitted step)."""
+    token = _AS_MATMULS.set(True)
+    try:
+        yield
+    finally:
+        _AS_MATMULS.reset(token)
+
+
+def convolve(x: jax.Array, kernel: jax.Array, window_strides: Sequence[int],
+             padding: str | Sequence[tuple[int, int]], **options) -> jax.Array:
+    """`lax.conv_general_dilated` of NHWC images and an HWIO kernel, with flax
+    `nn.Conv`'s signature (its `conv_general_dilated` hook); inside
+    `convolutions_as_matmuls`, computed by `patch_matmul_conv` where it can be
+    (no dilation, no feature groups)."""
+    plain = x.ndim == 4 and all(
+        options.get(name) in (None, 1, (1, 1))
+        for name in ("lhs_dilation", "rhs_dilation", "feature_group_count"))
+    if _AS_MATMULS.get() and plain:
+        return patch_matmul_conv(x, kernel, window_strides, padding)
+    options.setdefault("dimension_numbers", _NHWC)
+    return jax.lax.conv_general_dilated(x, kernel, window_strides, padding, **options)
+
+
+def patch_matmul_conv(x: jax.Array, kernel: jax.Array, window_strides: Sequence[int],
+                      padding: str | Sequence[tuple[int, int]]) -> jax.Array:
+    """The convolution of images x [B, H, W, C] with kernel [kh, kw, C, O] as one
+    matmul: the kh·kw strided slices of the padded images (one per kernel tap)
+    against the kernel's taps, contracted over (tap, C) -> [B, H', W', O]."""
+    batch, height, width, channels = x.shape
+    kh, kw, _, features = kernel.shape
+    sh, sw = window_strides
+    if isinstance(padding, str):  # "SAME" or "VALID"
+        pads = jax.lax.padtype_to_pads((height, width), (kh, kw), (sh, sw), padding)
+    else:
+        pads = tuple(tuple(pad) for pad in padding)
+    padded = jnp.pad(x, ((0, 0), *pads, (0, 0)))
+    out_h = (padded.shape[1] - kh) // sh + 1
+    out_w = (padded.shape[2] - kw) // sw + 1
+    taps = [jax.lax.slice(padded, (0, i, j, 0),
+                          (batch, i + (out_h - 1) * sh + 1, j + (out_w - 1) * sw + 1, channels),
+                          (1, sh, sw, 1))
+            for i in range(kh) for j in range(kw)]
+    patches = jnp.stack(taps, axis=3)  # [B, H', W', kh·kw, C]
+    return jnp.einsum("bhwtc,tco->bhwo", patches,
+                      kernel.reshape(kh * kw, channels, features))
 
 
 # Which of a 4-tap transposed-convolution kernel's taps (k) each output phase r of a
@@ -70,10 +136,7 @@ class UpsampleConv(nn.Module):
         in_features = x.shape[-1]
         kernel = self.param("kernel", self.kernel_init, (4, 4, in_features, self.features))
         bias = self.param("bias", nn.initializers.zeros, (self.features,))
-        y = jax.lax.conv_general_dilated(
-            x, subpixel_kernel(kernel).astype(x.dtype), window_strides=(1, 1),
-            padding=((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC"),
-        )
+        y = convolve(x, subpixel_kernel(kernel).astype(x.dtype), (1, 1), ((1, 1), (1, 1)))
         return depth_to_space(y) + bias
 
 
@@ -92,7 +155,7 @@ def downsample_stack(
     kernel_sizes = kernel_sizes or (4,) * len(widths)
     for i, (width, size) in enumerate(zip(widths, kernel_sizes, strict=True)):
         conv = nn.Conv(width, (size, size), strides=(2, 2), kernel_init=kernel_init,
-                       name=f"down{i}")
+                       conv_general_dilated=convolve, name=f"down{i}")
         x = activation(conv(x))
     return x
 

@@ -227,7 +227,8 @@ FINGERPRINTS = {"b0a1f9b": "before", "842a429": "the change", "4341aca": "later"
 
 
 SEED_STACKING_CPU = {"seed_stacking_cpu_unroll": "unroll (CPU's auto)",
-                     "seed_stacking_cpu_vmap": "vmap"}
+                     "seed_stacking_cpu_vmap": "vmap",
+                     "seed_stacking_cpu_vmap_matmul": "vmap_matmul"}
 
 
 def seed_stacking_cpu(results: Results) -> str:

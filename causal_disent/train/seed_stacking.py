@@ -25,6 +25,7 @@ import ml_collections
 import numpy as np
 from jax.sharding import Mesh
 
+from causal_disent.models.conv import convolutions_as_matmuls
 from causal_disent.runs.checkpoint import StageCheckpoints
 from causal_disent.runs.config_file import write_config
 from causal_disent.runs.seeds import num_seeds
@@ -63,14 +64,18 @@ def stacked_state_factory(create_for_rng: Callable, init_rngs: jax.Array) -> Cal
 
 # How the S models' steps run inside the one compiled step: "vmap" batches them (each
 # layer one op over all seeds: what fills an accelerator); "unroll" traces the step
-# once per seed (S independent op chains, compile time growing with S). XLA:CPU turns a
-# vmapped convolution into a grouped one that runs several times slower than S plain
-# ones (benchmarks/seed_stacking.py), so "auto" unrolls on CPU and vmaps elsewhere.
-EXECUTIONS = ("auto", "vmap", "unroll")
+# once per seed (S independent op chains, compile time growing with S). XLA turns a
+# vmapped convolution (and its gradients) into a grouped one that runs several times
+# slower than S plain ones on CPU (benchmarks/seed_stacking.py), so "auto" unrolls on
+# CPU and vmaps elsewhere. "vmap_matmul" vmaps with every convolution of
+# models/conv.py traced as a matmul over image patches (`convolutions_as_matmuls`),
+# so that the seeds' convolutions become batched matmuls instead of grouped ones.
+EXECUTIONS = ("auto", "vmap", "unroll", "vmap_matmul")
 
 
 def resolve_execution(execution: str, platform: str) -> str:
-    """"vmap" or "unroll" for config.seed_execution on devices of `platform`."""
+    """"vmap", "unroll" or "vmap_matmul" for config.seed_execution on devices of
+    `platform`."""
     if execution not in EXECUTIONS:
         raise ValueError(f"seed_execution must be one of {EXECUTIONS}, got {execution!r}")
     if execution == "auto":
@@ -80,15 +85,19 @@ def resolve_execution(execution: str, platform: str) -> str:
 
 def stacked_step(step_fn: Callable, execution: str = "vmap") -> Callable:
     """(stacked state, batch [S, B, ...], rngs [S]) -> (stacked state, metrics): the
-    stage's `step_fn(state, batch, rng)` on each seed, by `execution` ("vmap" or
-    "unroll", the same numbers). Metrics are the mean over seeds of each, plus
-    "<name>_per_seed" [S] for each scalar metric."""
-    if execution not in ("vmap", "unroll"):
-        raise ValueError(f"execution must be 'vmap' or 'unroll', got {execution!r}")
+    stage's `step_fn(state, batch, rng)` on each seed, by `execution` (EXECUTIONS but
+    "auto"; the same numbers up to float rounding). Metrics are the mean over seeds
+    of each, plus "<name>_per_seed" [S] for each scalar metric."""
+    if execution not in EXECUTIONS[1:]:
+        raise ValueError(f"execution must be one of {EXECUTIONS[1:]}, got {execution!r}")
 
     def vmapped(state, batch: dict, rngs: jax.Array):
         axes = state_axes(state)
         return jax.vmap(step_fn, in_axes=(axes, 0, 0), out_axes=(axes, 0))(state, batch, rngs)
+
+    def vmapped_as_matmuls(state, batch: dict, rngs: jax.Array):
+        with convolutions_as_matmuls():  # while the step is traced
+            return vmapped(state, batch, rngs)
 
     def unrolled(state, batch: dict, rngs: jax.Array):
         outputs = [step_fn(seed_state(state, k), jax.tree.map(lambda x: x[k], batch), rngs[k])
@@ -98,7 +107,8 @@ def stacked_step(step_fn: Callable, execution: str = "vmap") -> Callable:
         return (stacked.replace(step=states[0].step),
                 jax.tree.map(lambda *leaves: jnp.stack(leaves), *metrics))
 
-    run_seeds = vmapped if execution == "vmap" else unrolled
+    run_seeds = {"vmap": vmapped, "unroll": unrolled,
+                 "vmap_matmul": vmapped_as_matmuls}[execution]
 
     def step(state, batch: dict, rngs: jax.Array):
         state, metrics = run_seeds(state, batch, rngs)

@@ -1,7 +1,17 @@
+import flax.linen as nn
 import jax
+import jax.numpy as jnp
 import numpy as np
+import pytest
 
-from causal_disent.models.conv import UpsampleConv, depth_to_space
+from causal_disent.models.conv import (
+    UpsampleConv,
+    convolutions_as_matmuls,
+    convolve,
+    depth_to_space,
+    downsample_stack,
+    patch_matmul_conv,
+)
 
 
 def reference_transposed_conv(x, kernel, bias):
@@ -42,3 +52,72 @@ def test_depth_to_space_places_phases():
             for n in range(2):
                 for c in range(2):
                     assert y[0, ry, 2 * n + rx, c] == x[0, 0, n, ry * 4 + rx * 2 + c]
+
+
+def reference_conv(x, kernel, strides, pads):
+    """A convolution by its definition (cross-correlation), images [B, H, W, C]."""
+    x = np.pad(x, ((0, 0), *pads, (0, 0)))
+    kh, kw, _, features = kernel.shape
+    out_h = (x.shape[1] - kh) // strides[0] + 1
+    out_w = (x.shape[2] - kw) // strides[1] + 1
+    out = np.zeros((x.shape[0], out_h, out_w, features))
+    for i in range(out_h):
+        for j in range(out_w):
+            window = x[:, i * strides[0]:i * strides[0] + kh, j * strides[1]:j * strides[1] + kw]
+            out[:, i, j] = np.einsum("bhwc,hwco->bo", window, kernel)
+    return out
+
+
+# (image H, W; kernel side; strides; padding): the VAE family's stride-2 'SAME' layers
+# (4x4 and 2x2 kernels), UpsampleConv's 3x3 with one pixel of padding, odd sides.
+CASES = [((8, 8), 4, (2, 2), "SAME"), ((8, 8), 2, (2, 2), "SAME"),
+         ((5, 4), 3, (1, 1), ((1, 1), (1, 1))), ((7, 5), 3, (2, 1), "SAME"),
+         ((6, 6), 3, (1, 1), "VALID")]
+
+
+@pytest.mark.parametrize("shape, side, strides, padding", CASES)
+def test_patch_matmul_conv_is_the_convolution(shape, side, strides, padding):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, *shape, 3)).astype(np.float32)
+    kernel = rng.normal(size=(side, side, 3, 5)).astype(np.float32)
+    pads = (jax.lax.padtype_to_pads(shape, (side, side), strides, padding)
+            if isinstance(padding, str) else padding)
+    expected = reference_conv(x, kernel, strides, pads)
+    np.testing.assert_allclose(patch_matmul_conv(x, kernel, strides, padding), expected,
+                               atol=1e-4)
+    np.testing.assert_allclose(convolve(x, kernel, strides, padding), expected, atol=1e-4)
+
+
+def stacked_encoder_gradients() -> tuple[str, dict]:
+    """The lowered text and the values of the kernel gradients of a two-layer
+    downsample_stack, vmapped over 2 seeds' images and kernels (as a stacked step runs
+    it), traced afresh (a function traced once is not traced again)."""
+
+    class Stack(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return downsample_stack(x, (4, 6), nn.relu, (4, 2))
+
+    module = Stack()
+    images = jax.random.normal(jax.random.key(1), (2, 3, 8, 8, 1))
+    params = jax.vmap(module.init)(jax.random.split(jax.random.key(0), 2), images)
+    gradient = jax.jit(jax.vmap(jax.grad(lambda p, x: jnp.sum(jnp.tanh(module.apply(p, x))))))
+    return gradient.lower(params, images).as_text(), gradient(params, images)
+
+
+def test_convolutions_as_matmuls_leave_no_convolution_and_the_same_gradients():
+    plain_hlo, plain = stacked_encoder_gradients()
+    with convolutions_as_matmuls():
+        matmul_hlo, as_matmuls = stacked_encoder_gradients()
+    assert "convolution" in plain_hlo and "convolution" not in matmul_hlo
+    assert "dot_general" in matmul_hlo
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+                 as_matmuls, plain)
+
+
+def test_dilated_or_grouped_convolutions_stay_convolutions():
+    x, kernel = jnp.ones((1, 6, 6, 2)), jnp.ones((3, 3, 1, 2))
+    with convolutions_as_matmuls():
+        hlo = jax.jit(lambda x, k: convolve(x, k, (1, 1), "SAME", feature_group_count=2)
+                      ).lower(x, kernel).as_text()
+    assert "convolution" in hlo

@@ -3,6 +3,7 @@ stacked run with seed s is the run of seed s + k trained alone (same parameters,
 same scores); each is written as a run of its own that the loaders read; bad
 values are refused before compiling. Tiny networks (configs/*_dsprites_synth.py:tiny)."""
 
+import functools
 import json
 import types
 
@@ -15,10 +16,11 @@ from flax.training.train_state import TrainState
 
 from causal_disent.data import registry
 from causal_disent.evaluation import trained_runs
+from causal_disent.objectives.vae import bind_loss
 from causal_disent.runs import seeds as seeds_format
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs.config_file import read_config
-from causal_disent.train import seed_stacking, stages
+from causal_disent.train import seed_stacking, stages, vae_stage
 from causal_disent.utils.sharding import make_data_mesh
 from configs import betavae_dsprites_synth, causalvae_pendulum, factorvae_dsprites_synth
 
@@ -78,11 +80,12 @@ def test_each_stacked_model_is_its_seed_trained_alone(stacked_and_single_runs, m
         assert (seed_dir / "figures" / "vae_reconstructions.png").exists()
 
 
-def test_vmapped_seeds_are_the_unrolled_ones(stacked_and_single_runs, tmp_path):
+@pytest.mark.parametrize("execution", ["vmap", "vmap_matmul"])
+def test_vmapped_seeds_are_the_unrolled_ones(stacked_and_single_runs, tmp_path, execution):
     """The runs above unroll the seeds (the CPU's "auto"); vmapping them trains the
-    same models."""
+    same models, with convolutions or with their matmul form."""
     config = stacked_config()
-    config.seed_execution = "vmap"
+    config.seed_execution = execution
     stages.run(config, tmp_path)
     unrolled_dir, _, _ = stacked_and_single_runs[betavae_dsprites_synth.__name__]
     for seed in (3, 4):
@@ -124,7 +127,7 @@ def test_a_rerun_of_a_finished_stacked_run_is_skipped(stacked_and_single_runs):
     assert stages.run(stacked_config(), workdir) == results
 
 
-@pytest.mark.parametrize("execution", ["vmap", "unroll"])
+@pytest.mark.parametrize("execution", ["vmap", "unroll", "vmap_matmul"])
 def test_stacked_step_is_each_seeds_step_with_a_shared_counter(execution):
     def create(rng):
         return TrainState.create(apply_fn=None, params={"w": jax.random.normal(rng, (3,))},
@@ -148,6 +151,24 @@ def test_stacked_step_is_each_seeds_step_with_a_shared_counter(execution):
     np.testing.assert_allclose(metrics["loss_per_seed"], [3.0, 12.0, 21.0, 30.0])
     np.testing.assert_allclose(metrics["loss"], 16.5)
     assert metrics["vector"].shape == (3,) and "vector_per_seed" not in metrics
+
+
+@pytest.mark.parametrize("execution, convolutions", [("vmap", True), ("vmap_matmul", False)])
+def test_vmap_matmul_leaves_no_convolution_in_the_stacked_step(execution, convolutions):
+    """The whole β-VAE step of 2 stacked seeds, lowered: its convolutions (forward and
+    gradients) are matmuls under vmap_matmul, convolutions under vmap."""
+    config = stacked_config()
+    dataset = registry.dataset_from_config(config.data)
+    model = vae_run.build_model(config, dataset)
+    loss_fn = bind_loss(config.vae.objective, model, dataset_size=dataset.num_images)
+    step_fn = functools.partial(vae_stage.vae_train_step, loss_fn=loss_fn)
+    rngs = jax.random.split(jax.random.key(0), SEEDS)
+    state = jax.eval_shape(seed_stacking.stacked_state_factory(
+        lambda rng: vae_run.state_factory(config, model, dataset.image_shape, rng)(), rngs))
+    batch = {"image": jax.ShapeDtypeStruct((SEEDS, 4, *dataset.image_shape), jnp.float32)}
+    hlo = jax.jit(seed_stacking.stacked_step(step_fn, execution)).lower(
+        state, batch, rngs).as_text()
+    assert ("convolution" in hlo) == convolutions
 
 
 def test_num_seeds_must_split_evenly_over_the_devices(tmp_path):

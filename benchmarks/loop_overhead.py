@@ -28,7 +28,7 @@ stage's train.unroll_call (k steps unrolled, or a loop, whose control XLA:GPU ru
 the host).
 
 Cases (configs at their `:small` sizes on `*_synth` data): betavae (S = 1),
-betavae_s8 (8 stacked seeds), factorvae, mcqvae (CT-VAE stage 1) and ct (stage 2,
+betavae_s8 (8 stacked seeds; betavae_s8_matmul: seed_execution vmap_matmul), factorvae, mcqvae (CT-VAE stage 1) and ct (stage 2,
 its codes encoded by the frozen stage 1 in each step: the code cache of the paper
 config would first encode all 480 000 images, minutes on a CPU). The last line is
 JSON with every figure.
@@ -121,6 +121,9 @@ CASES = {
     # name: (config, stage timed, overrides)
     "betavae": ("configs/betavae_dsprites_synth.py:small", "vae", {}),
     "betavae_s8": ("configs/betavae_dsprites_synth.py:small", "vae", {"num_seeds": 8}),
+    # The same with the seeds' convolutions as batched matmuls (train/seed_stacking.py).
+    "betavae_s8_matmul": ("configs/betavae_dsprites_synth.py:small", "vae",
+                          {"num_seeds": 8, "seed_execution": "vmap_matmul"}),
     "factorvae": ("configs/factorvae_dsprites_synth.py:small", "vae", {}),
     "mcqvae": ("configs/ctvae_shapes3d.py:small", "mcqvae", {"stages": ("mcqvae",)}),
     "ct": ("configs/ctvae_shapes3d.py:small", "ct", {"ct.train.code_source": "encode"}),

@@ -7,12 +7,15 @@
 #      bare step)
 #   2. the same with the 10 steps unrolled (train.unroll_call=on: no loop control for
 #      the host to wait on inside each call)
-#   3. the same, unrolled, for eight stacked seeds, 1000 steps
-#   4. CT-VAE stage 2 on its code cache (`:small`), 1000 steps, k = 10 as configured
+#   3. benchmarks/seed_stacking.py: the stacked step of eight seeds alone, vmapped with
+#      convolutions (the GPU's "auto") and with convolutions as matmuls (vmap_matmul);
+#      the faster one runs the stacked seeds of the parts after it
+#   4. benchmarks/loop_overhead.py, unrolled, for eight stacked seeds, 1000 steps
+#   5. CT-VAE stage 2 on its code cache (`:small`), 1000 steps, k = 10 as configured
 #      for accelerators (a loop over `lax.switch` on each step's mode)
-#   5. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
+#   6. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
 #      projected to eight (the target: >= 6x less wall time), k = 10 unrolled, device data
-#   6. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, a loop, in the time
+#   7. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, a loop, in the time
 #      left
 #
 #   OUT=/tmp/out BUDGET=560 launch/gpu_loop_benchmarks.sh
@@ -60,14 +63,36 @@ part loop_overhead_s1 "$(upto 120)" "${PYTHON}" benchmarks/loop_overhead.py --ca
   --steps=2000 "${K10[@]}" --unroll_call=off
 part loop_overhead_s1_unrolled "$(upto 150)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
   --steps=2000 "${K10[@]}" --unroll_call=on
+for execution in vmap vmap_matmul; do
+  part "seed_stacking_step_${execution}" "$(upto 90)" "${PYTHON}" benchmarks/seed_stacking.py \
+    --execution="${execution}" --steps=20
+done
+
+# The execution whose stacked step was faster ("vmap" when either part failed).
+EXECUTION=$("${PYTHON}" - "${OUT}" <<'PICK'
+import json, sys
+from pathlib import Path
+seconds = {}
+for execution in ("vmap", "vmap_matmul"):
+    record = Path(sys.argv[1]) / f"seed_stacking_step_{execution}_record.json"
+    if record.is_file():
+        seconds[execution] = json.loads(record.read_text())["figures"]["stacked"]["step_s"]
+print(min(seconds, key=seconds.get) if len(seconds) == 2 else "vmap")
+PICK
+)
+[[ "${EXECUTION}" == vmap_matmul ]] || EXECUTION=vmap
+echo "stacked seeds run as ${EXECUTION}" | tee -a "${OUT}/timeline.txt"
+S8_CASE=betavae_s8
+[[ "${EXECUTION}" == vmap_matmul ]] && S8_CASE=betavae_s8_matmul
+
 part loop_overhead_s8_unrolled "$(upto 150)" "${PYTHON}" benchmarks/loop_overhead.py \
-  --cases=betavae_s8 --steps=1000 "${K10[@]}" --unroll_call=on
+  --cases="${S8_CASE}" --steps=1000 "${K10[@]}" --unroll_call=on
 part loop_overhead_ct_cache "$(upto 120)" "${PYTHON}" benchmarks/loop_overhead.py --cases=ct_cache \
   --steps=1000 "${K10[@]}"
 part seed_stacking_runs $(( $(left) - 60 )) "${PYTHON}" benchmarks/seed_stacking_runs.py \
   --root=/tmp/seed_stacking_runs --sequential_runs=2 \
   --config.vae.train.steps_per_call=10 --config.vae.train.device_data=on \
-  --config.vae.train.unroll_call=on
-part loop_overhead_s8 "$(left)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae_s8 \
+  --config.vae.train.unroll_call=on --config.seed_execution="${EXECUTION}"
+part loop_overhead_s8 "$(left)" "${PYTHON}" benchmarks/loop_overhead.py --cases="${S8_CASE}" \
   --steps=1000 "${K10[@]}" --unroll_call=off
 ls -la "${OUT}"

@@ -5,6 +5,7 @@ not available to the tests."""
 
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -110,15 +111,34 @@ def test_the_gpu_zoo_refuses_an_unknown_model_and_a_spent_slice_runs_nothing(tmp
     assert (result.returncode, commands) == (3, [])
 
 
-def run_gpu_loop_benchmarks(tmp_path, budget: int):
-    """launch/gpu_loop_benchmarks.sh with a python that logs its arguments: the script's
-    timeline lines and the benchmarks it started."""
+# A python that logs its arguments; run as benchmarks/seed_stacking.py it writes a record
+# whose stacked step takes $STEP_<execution> seconds; its launcher's inline scripts
+# ("-") run on the real python.
+LOOP_FAKE_PYTHON = r"""#!/usr/bin/env bash
+echo "$*" >> "$LOG"
+if [[ $1 == - ]]; then exec "$REAL_PYTHON" "$@"; fi
+if [[ $1 == benchmarks/seed_stacking.py ]]; then
+  for arg in "$@"; do
+    case $arg in --execution=*) execution=${arg#*=};; --record=*) record=${arg#*=};; esac
+  done
+  seconds_var="STEP_${execution}"
+  echo "{\"figures\": {\"stacked\": {\"step_s\": ${!seconds_var}}}}" > "$record"
+fi
+"""
+
+
+def run_gpu_loop_benchmarks(tmp_path, budget: int, vmap_s: float = 0.0066,
+                            vmap_matmul_s: float = 0.009):
+    """launch/gpu_loop_benchmarks.sh with LOOP_FAKE_PYTHON, the stacked step taking `vmap_s`
+    and `vmap_matmul_s` seconds by each execution: the script's timeline lines, the
+    benchmarks it started and the log of every command."""
     fake = tmp_path / "fake_python"
-    fake.write_text('#!/usr/bin/env bash\necho "$*" >> "$LOG"\n')
+    fake.write_text(LOOP_FAKE_PYTHON)
     fake.chmod(0o755)
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "BUDGET": str(budget), "PYTHON": str(fake),
-           "LOG": str(tmp_path / "log")}
+           "LOG": str(tmp_path / "log"), "REAL_PYTHON": sys.executable,
+           "STEP_vmap": str(vmap_s), "STEP_vmap_matmul": str(vmap_matmul_s)}
     result = subprocess.run(["bash", str(REPO_ROOT / "launch" / "gpu_loop_benchmarks.sh")],
                             env=env, capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -129,11 +149,14 @@ def run_gpu_loop_benchmarks(tmp_path, budget: int):
 
 def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
     timeline, started, log = run_gpu_loop_benchmarks(tmp_path, budget=560)
-    assert started == ["benchmarks/loop_overhead.py"] * 4 + [
+    assert started == ["benchmarks/loop_overhead.py"] * 2 + [
+        "benchmarks/seed_stacking.py"] * 2 + ["benchmarks/loop_overhead.py"] * 2 + [
         "benchmarks/seed_stacking_runs.py", "benchmarks/loop_overhead.py"]
     assert [line.split(":")[0] for line in timeline] == [
-        "loop_overhead_s1", "loop_overhead_s1_unrolled", "loop_overhead_s8_unrolled",
-        "loop_overhead_ct_cache", "seed_stacking_runs", "loop_overhead_s8"]
+        "loop_overhead_s1", "loop_overhead_s1_unrolled", "seed_stacking_step_vmap",
+        "seed_stacking_step_vmap_matmul", "stacked seeds run as vmap",
+        "loop_overhead_s8_unrolled", "loop_overhead_ct_cache", "seed_stacking_runs",
+        "loop_overhead_s8"]
     commands = log.read_text().splitlines()
     assert [(command.split("--cases=")[1].split()[0],
              command.split("--unroll_call=")[1].split()[0] if "--unroll_call" in command
@@ -144,7 +167,19 @@ def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
     stacking = next(command for command in commands if "seed_stacking_runs" in command)
     assert f"--record={tmp_path}/out/seed_stacking_runs_record.json" in stacking
     assert ("--sequential_runs=2 --config.vae.train.steps_per_call=10 "
-            "--config.vae.train.device_data=on --config.vae.train.unroll_call=on") in stacking
+            "--config.vae.train.device_data=on --config.vae.train.unroll_call=on "
+            "--config.seed_execution=vmap") in stacking
+
+
+def test_the_faster_stacked_step_runs_the_stacked_seeds(tmp_path):
+    timeline, _, log = run_gpu_loop_benchmarks(tmp_path, budget=560, vmap_s=0.0066,
+                                               vmap_matmul_s=0.0021)
+    assert "stacked seeds run as vmap_matmul" in timeline
+    commands = log.read_text().splitlines()
+    assert [command.split("--cases=")[1].split()[0] for command in commands
+            if "--cases=betavae_s8" in command] == ["betavae_s8_matmul"] * 2
+    stacking = next(command for command in commands if "seed_stacking_runs" in command)
+    assert "--config.seed_execution=vmap_matmul" in stacking.split()
 
 
 def test_a_part_without_time_left_is_skipped_and_said(tmp_path):

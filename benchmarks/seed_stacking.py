@@ -8,16 +8,18 @@ network, batch 64), jitted as the runner jits it.
   python benchmarks/seed_stacking.py --execution=vmap       # unroll, vmap_matmul; auto: by platform
 
 For S = 1 and S = seeds (run by --execution, train/seed_stacking.EXECUTIONS): the
-compile time of the step and the median seconds per step over --steps steps
-(compilation excluded, each step blocked on). Then the wall time of a run of --run_steps steps (the :small runs' 2000) projected from those:
+compile time of the step, the median seconds per step over --steps steps
+(compilation excluded, each step blocked on) and the compiled step's temporary
+memory (XLA's memory analysis; parameters, optimiser state and batch not counted). Then the wall time of a run of --run_steps steps (the :small runs' 2000) projected from those:
 sequential = S · (compile₁ + run_steps · step₁), stacked = compile_S + run_steps ·
 step_S, and their ratio. Data rendering is left out (the input pipeline renders in a
 background thread); so is the end-of-run evaluation, the same work either way.
 
 On the 2-core CPU (β-VAE :small, S = 8, 2026-11-28): unrolling gains little, vmap
 loses several times over (XLA:CPU runs the vmapped convolutions as grouped ones):
-1761 ms a stacked step unrolled, 8560 vmapped, 2631 vmapped with the convolutions as
-matmuls (vmap_matmul), against 217-258 ms for one seed; the records
+1701 ms a stacked step unrolled, 11548 vmapped, 2852 vmapped with the convolutions as
+matmuls (vmap_matmul, with 2015 MB of temporaries against 496-509), against 259-312
+ms for one seed; the records
 results/seed_stacking_cpu_{unroll,vmap,vmap_matmul}.json (--execution=unroll
 --steps=5, then --execution=vmap --steps=3 and --execution=vmap_matmul --steps=3),
 rendered in docs/baselines.md.
@@ -91,13 +93,21 @@ def time_step(config, num_seeds: int, steps: int, execution: str = "vmap") -> di
     start = time.perf_counter()
     compiled = jax.jit(step, donate_argnums=0).lower(state, batch, rngs).compile()
     compile_s = time.perf_counter() - start
+    memory = compiled.memory_analysis()  # None where the backend does not say
+    temp_mb = memory.temp_size_in_bytes / 1e6 if memory is not None else None
     times = []
     for _ in range(steps + 1):  # the first run also warms caches: dropped
         start = time.perf_counter()
         state, metrics = compiled(state, batch, rngs)
         jax.block_until_ready((state, metrics))
         times.append(time.perf_counter() - start)
-    return {"compile_s": compile_s, "step_s": statistics.median(times[1:])}
+    return {"compile_s": compile_s, "step_s": statistics.median(times[1:]),
+            "temp_mb": temp_mb}
+
+
+def temporaries(figures: dict) -> str:
+    """", N MB of temporaries" for a step whose compiled memory is known, else ""."""
+    return "" if figures["temp_mb"] is None else f", {figures['temp_mb']:.0f} MB of temporaries"
 
 
 def main() -> None:
@@ -119,10 +129,11 @@ def main() -> None:
     device = jax.devices()[0]
     print(f"{args.config} on {device.platform} ({device.device_kind}), "
           f"{len(jax.devices())} device(s)")
-    print(f"S = 1:  compile {single['compile_s']:.1f} s, {single['step_s'] * 1e3:.1f} ms/step")
+    print(f"S = 1:  compile {single['compile_s']:.1f} s, {single['step_s'] * 1e3:.1f} ms/step"
+          f"{temporaries(single)}")
     print(f"S = {args.seeds} ({execution}):  compile {stacked['compile_s']:.1f} s, "
           f"{stacked['step_s'] * 1e3:.1f} ms/step "
-          f"({stacked['step_s'] / args.seeds * 1e3:.1f} ms per model-step)")
+          f"({stacked['step_s'] / args.seeds * 1e3:.1f} ms per model-step){temporaries(stacked)}")
     print(f"{args.run_steps}-step runs of {args.seeds} seeds: sequential {sequential_s:.0f} s, "
           f"stacked {stacked_s:.0f} s, {sequential_s / stacked_s:.2f}x less wall time")
     figures = {"config": args.config, "platform": device.platform,

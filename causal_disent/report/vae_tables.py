@@ -233,7 +233,8 @@ SEED_STACKING_CPU = {"seed_stacking_cpu_unroll": "unroll (CPU's auto)",
 
 def seed_stacking_cpu(results: Results) -> str:
     """benchmarks/seed_stacking.py on the CPU, one record per execution: the step at
-    S = 1 and S = seeds, and the runs' wall time it projects, compile included."""
+    S = 1 and S = seeds (time and compiled temporaries), and the runs' wall time it
+    projects, compile included."""
     rows = []
     for name, title in SEED_STACKING_CPU.items():
         figures = results.record(name)["figures"]
@@ -242,10 +243,17 @@ def seed_stacking_cpu(results: Results) -> str:
                 else f"{stacked / sequential:.1f}× more")
         rows.append([title, f"{1e3 * figures['single']['step_s']:.0f} ms",
                      f"{1e3 * figures['stacked']['step_s']:.0f} ms",
+                     _temporaries(figures["single"]), _temporaries(figures["stacked"]),
                      f"{sequential:.0f} s / {stacked:.0f} s: {gain}"])
     seeds = results.record(next(iter(SEED_STACKING_CPU)))["figures"]["seeds"]
     return table(["execution", "per step, S = 1", f"per step, S = {seeds}",
+                  "temporaries, S = 1", f"temporaries, S = {seeds}",
                   f"{seeds} seeds: sequential / stacked"], rows)
+
+
+def _temporaries(step: dict) -> str:
+    """A compiled step's temporary memory, "–" in a record made before it was kept."""
+    return "–" if step.get("temp_mb") is None else f"{step['temp_mb']:.0f} MB"
 
 
 def _hash_chain(hashes: list[str]) -> str:

@@ -42,11 +42,11 @@ def convolutions_as_matmuls():
     step, train/seed_stacking.py) a convolution and its gradients become grouped
     convolutions, which XLA:CPU runs several times slower than the same
     convolutions one by one (benchmarks/seed_stacking.py), while a matmul becomes
-    one batched matmul. The cost is memory: the gradient keeps each layer's patches,
-    kh·kw times the channels of every output position (eight β-VAE :small models
-    at batch 64, compiled for a CPU: 2015 MB of temporaries against 496 vmapped with
-    convolutions, benchmarks/seed_stacking.py). The form is
-    chosen at trace time, like `jax.default_matmul_precision`, so the block must
+    one batched matmul. The cost is memory: a layer's patches (kh·kw times the
+    channels at every output position) and their gradient are materialised (eight
+    β-VAE :small models at batch 64, compiled for a CPU: 2015 MB of temporaries
+    against 496 vmapped with convolutions, benchmarks/seed_stacking.py). The form
+    is chosen at trace time, like `jax.default_matmul_precision`, so the block must
     enclose the tracing of the function (e.g. the body of the jitted step)."""
     token = _AS_MATMULS.set(True)
     try:

@@ -10,7 +10,9 @@ network, batch 64), jitted as the runner jits it.
 For S = 1 and S = seeds (run by --execution, train/seed_stacking.EXECUTIONS): the
 compile time of the step, the median seconds per step over --steps steps
 (compilation excluded, each step blocked on) and the compiled step's temporary
-memory (XLA's memory analysis; parameters, optimiser state and batch not counted). Then the wall time of a run of --run_steps steps (the :small runs' 2000) projected from those:
+memory (XLA's memory analysis; parameters, optimiser state and batch not counted).
+Then the wall time of a run of --run_steps steps (the :small runs' 2000) projected
+from those:
 sequential = S · (compile₁ + run_steps · step₁), stacked = compile_S + run_steps ·
 step_S, and their ratio. Data rendering is left out (the input pipeline renders in a
 background thread); so is the end-of-run evaluation, the same work either way.

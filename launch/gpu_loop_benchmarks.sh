@@ -20,8 +20,14 @@
 #
 #   OUT=/tmp/out BUDGET=560 launch/gpu_loop_benchmarks.sh
 #
-# Each part writes OUT/<part>.txt (its console) and OUT/<part>_record.json (its record,
-# to copy into results/); OUT/timeline.txt says when each ended and how. PYTHON
+# Each part writes PARTS/<part>.txt (its console) and PARTS/<part>_record.json (its
+# record, to copy into results/); PARTS/timeline.txt says when each ended and how, and
+# PARTS/machine.txt what ran them (PARTS: default /tmp/gpu_loop_benchmarks, emptied
+# first). After each part the folder is packed anew into
+# OUT/gpu_loop_benchmarks.tar.gz, beside a copy of the timeline: two files, since the
+# device tool brings back only 8 files from OUT (two were lost that way at a44d96a),
+# and whatever parts had ended when a time limit cut the command are in the archive.
+# Unpack it here with `tar -xzf gpu_loop_benchmarks.tar.gz -C results/<folder>`. PYTHON
 # (default python3) needs the package's dependencies: wheels in .whl/ are installed
 # first when present (some GPU images lack jraph, ml-collections and tensorboardX:
 # `.venv/bin/pip download --no-deps -d .whl jraph ml-collections tensorboardX` here,
@@ -30,7 +36,9 @@ set -uo pipefail
 
 : "${OUT:?set OUT to the folder that gets the outputs}"
 PYTHON="${PYTHON:-python3}"
-mkdir -p "${OUT}"
+PARTS="${PARTS:-/tmp/gpu_loop_benchmarks}"
+rm -rf "${PARTS}"
+mkdir -p "${OUT}" "${PARTS}"
 if compgen -G ".whl/*.whl" > /dev/null; then
   "${PYTHON}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --upgrade --target /tmp/site .whl/*.whl || exit 9
@@ -41,22 +49,31 @@ START=$(date +%s)
 left() { echo $(( ${BUDGET:-560} - ($(date +%s) - START) )); }
 upto() { local l; l=$(left); echo $(( $1 < l ? $1 : l )); }  # SECONDS, or what is left
 
+# note LINE: a timeline line, printed and kept; then PARTS packed into OUT again.
+note() {
+  echo "$1" | tee -a "${PARTS}/timeline.txt"
+  cp "${PARTS}/timeline.txt" "${OUT}/timeline.txt"
+  tar -czf "${OUT}/.packing.tar.gz" -C "${PARTS}" . \
+    && mv "${OUT}/.packing.tar.gz" "${OUT}/gpu_loop_benchmarks.tar.gz"
+}
+
 # part NAME SECONDS COMMAND...: runs COMMAND under a timeout of SECONDS, its console to
-# OUT/NAME.txt, and notes its exit status and end time.
+# PARTS/NAME.txt, and notes its exit status and end time.
 part() {
   local name=$1 seconds=$2
   shift 2
   if (( seconds < 20 )); then
-    echo "${name}: skipped, ${seconds} s left" | tee -a "${OUT}/timeline.txt"
+    note "${name}: skipped, ${seconds} s left"
     return
   fi
-  timeout "${seconds}" "$@" --record="${OUT}/${name}_record.json" > "${OUT}/${name}.txt" 2>&1
-  echo "${name}: exit ${?} at $(( $(date +%s) - START )) s" | tee -a "${OUT}/timeline.txt"
+  timeout "${seconds}" "$@" --record="${PARTS}/${name}_record.json" > "${PARTS}/${name}.txt" 2>&1
+  note "${name}: exit ${?} at $(( $(date +%s) - START )) s"
 }
 
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   "${PYTHON}" -c "import jax, flax; print('jax', jax.__version__, 'flax', flax.__version__, jax.devices())"
-} > "${OUT}/machine.txt" 2>&1
+} > "${PARTS}/machine.txt" 2>&1
+note "machine.txt: exit ${?} at $(( $(date +%s) - START )) s"
 
 K10=(--steps_per_call=10 --device_data=on)
 part loop_overhead_s1 "$(upto 120)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
@@ -69,7 +86,7 @@ for execution in vmap vmap_matmul; do
 done
 
 # The execution whose stacked step was faster ("vmap" when either part failed).
-EXECUTION=$("${PYTHON}" - "${OUT}" <<'PICK'
+EXECUTION=$("${PYTHON}" - "${PARTS}" <<'PICK'
 import json, sys
 from pathlib import Path
 seconds = {}
@@ -81,7 +98,7 @@ print(min(seconds, key=seconds.get) if len(seconds) == 2 else "vmap")
 PICK
 )
 [[ "${EXECUTION}" == vmap_matmul ]] || EXECUTION=vmap
-echo "stacked seeds run as ${EXECUTION}" | tee -a "${OUT}/timeline.txt"
+note "stacked seeds run as ${EXECUTION}"
 S8_CASE=betavae_s8
 [[ "${EXECUTION}" == vmap_matmul ]] && S8_CASE=betavae_s8_matmul
 
@@ -95,4 +112,4 @@ part seed_stacking_runs $(( $(left) - 60 )) "${PYTHON}" benchmarks/seed_stacking
   --config.vae.train.unroll_call=on --config.seed_execution="${EXECUTION}"
 part loop_overhead_s8 "$(left)" "${PYTHON}" benchmarks/loop_overhead.py --cases="${S8_CASE}" \
   --steps=1000 "${K10[@]}" --unroll_call=off
-ls -la "${OUT}"
+ls -la "${PARTS}" "${OUT}"

@@ -6,6 +6,8 @@ not available to the tests."""
 import os
 import subprocess
 import sys
+import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -137,7 +139,8 @@ def run_gpu_loop_benchmarks(tmp_path, budget: int, vmap_s: float = 0.0066,
     fake.chmod(0o755)
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "BUDGET": str(budget), "PYTHON": str(fake),
-           "LOG": str(tmp_path / "log"), "REAL_PYTHON": sys.executable,
+           "PARTS": str(tmp_path / "parts"), "LOG": str(tmp_path / "log"),
+           "REAL_PYTHON": sys.executable,
            "STEP_vmap": str(vmap_s), "STEP_vmap_matmul": str(vmap_matmul_s)}
     result = subprocess.run(["bash", str(REPO_ROOT / "launch" / "gpu_loop_benchmarks.sh")],
                             env=env, capture_output=True, text=True, cwd=tmp_path)
@@ -153,7 +156,7 @@ def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
         "benchmarks/seed_stacking.py"] * 2 + ["benchmarks/loop_overhead.py"] * 2 + [
         "benchmarks/seed_stacking_runs.py", "benchmarks/loop_overhead.py"]
     assert [line.split(":")[0] for line in timeline] == [
-        "loop_overhead_s1", "loop_overhead_s1_unrolled", "seed_stacking_step_vmap",
+        "machine.txt", "loop_overhead_s1", "loop_overhead_s1_unrolled", "seed_stacking_step_vmap",
         "seed_stacking_step_vmap_matmul", "stacked seeds run as vmap",
         "loop_overhead_s8_unrolled", "loop_overhead_ct_cache", "seed_stacking_runs",
         "loop_overhead_s8"]
@@ -165,10 +168,24 @@ def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
         ("betavae", "off"), ("betavae", "on"), ("betavae_s8", "on"),
         ("ct_cache", "as configured"), ("betavae_s8", "off")]
     stacking = next(command for command in commands if "seed_stacking_runs" in command)
-    assert f"--record={tmp_path}/out/seed_stacking_runs_record.json" in stacking
+    assert f"--record={tmp_path}/parts/seed_stacking_runs_record.json" in stacking
     assert ("--sequential_runs=2 --config.vae.train.steps_per_call=10 "
             "--config.vae.train.device_data=on --config.vae.train.unroll_call=on "
             "--config.seed_execution=vmap") in stacking
+
+
+def test_the_gpu_loop_benchmarks_leave_two_files_holding_every_part(tmp_path):
+    """The device tool brings back 8 files at most: OUT gets the timeline and one
+    archive of every part's files, packed again after each part."""
+    run_gpu_loop_benchmarks(tmp_path, budget=560)
+    out = tmp_path / "out"
+    assert sorted(path.name for path in out.iterdir()) == [
+        "gpu_loop_benchmarks.tar.gz", "timeline.txt"]
+    with tarfile.open(out / "gpu_loop_benchmarks.tar.gz") as archive:
+        packed = sorted(Path(name).name for name in archive.getnames() if name != ".")
+    assert packed == sorted(path.name for path in (tmp_path / "parts").iterdir())
+    assert {"machine.txt", "timeline.txt", "seed_stacking_step_vmap_record.json",
+            "seed_stacking_step_vmap_matmul_record.json"} <= set(packed)
 
 
 def test_the_faster_stacked_step_runs_the_stacked_seeds(tmp_path):

@@ -54,9 +54,15 @@ value() { for a in "$@"; do [[ "$a" == --$1=* ]] && echo "${a#--$1=}"; done; ret
 case "$2" in
   causal_disent.main)
     w="$(value workdir "$@")"
+    echo "main $w" >> "$LOG.ends"
     if [[ -n "${PAUSE_FIRST:-}" && ! -e "$w/.paused" ]]; then mkdir -p "$w"; touch "$w/.paused"; exit 3; fi
     mkdir -p "$w"/seeds/seed_{0,1,2} ;;
-  causal_disent.evaluate) touch "$(value workdir "$@")/metrics_card.json" ;;
+  causal_disent.evaluate)
+    w="$(value workdir "$@")"
+    sleep "${CARD_SECONDS:-0}"
+    [[ "$w" == *"${FAIL_CARD:-no such seed}" ]] && exit 1
+    touch "$w/metrics_card.json"
+    echo "card $w" >> "$LOG.ends" ;;
   causal_disent.summarize) touch "$(value record "$@")" ;;
 esac
 """
@@ -84,6 +90,12 @@ def programs(commands):
     return [command.split()[0] for command in commands]
 
 
+def in_order_of_models(commands):
+    """The zoo's commands, each model's together in MODELS order (its cards run in
+    the background, beside the next model's training)."""
+    return sorted(commands, key=lambda command: "factorvae" in command)
+
+
 def test_the_gpu_zoo_resumes_where_a_slice_stopped_and_redoes_nothing(tmp_path):
     result, commands = run_zoo(tmp_path, "--config.seed=4", PAUSE_FIRST="1")
     assert (result.returncode, programs(commands)) == (3, ["main"])  # time spent: rerun
@@ -92,10 +104,33 @@ def test_the_gpu_zoo_resumes_where_a_slice_stopped_and_redoes_nothing(tmp_path):
             and commands[0].endswith("--config.seed=4"))
     result, commands = run_zoo(tmp_path, "--config.seed=4")
     assert result.returncode == 0, result.stderr
-    assert programs(commands) == ["main", "evaluate", "evaluate", "evaluate", "summarize"] * 2
+    assert programs(commands[-2:]) == ["summarize"] * 2  # once every card is written
+    assert programs(in_order_of_models(commands[:-2])) == ["main"] + ["evaluate"] * 3 + [
+        "main"] + ["evaluate"] * 3
     assert sorted(path.name for path in (tmp_path / "records").iterdir()) == [
         "zoo_dsprites_synth_gpu_betavae.json", "zoo_dsprites_synth_gpu_factorvae.json"]
     assert run_zoo(tmp_path)[1] == []  # all done: nothing runs again
+
+
+def test_the_gpu_zoo_scores_a_model_while_the_next_trains(tmp_path):
+    result, commands = run_zoo(tmp_path, CARD_SECONDS="1", CARD_JOBS="3")
+    assert result.returncode == 0, result.stderr
+    # When each training started and each card ended: factorvae's training started
+    # while betavae's three cards were running.
+    events = [line.split()[0] for line in (tmp_path / "log.ends").read_text().splitlines()]
+    assert events == ["main", "main"] + ["card"] * 6
+    assert programs(commands[:5]) == ["main", "evaluate", "evaluate", "evaluate", "main"]
+
+
+def test_a_failed_card_stops_the_gpu_zoo_before_its_model_is_summarised(tmp_path):
+    result, commands = run_zoo(tmp_path, MODELS="betavae", FAIL_CARD="seed_1")
+    assert result.returncode == 1
+    assert f"error: the metric card of {tmp_path}/zoo/betavae/seeds/seed_1 failed" in (
+        result.stderr)
+    assert "summarize" not in programs(commands)
+    assert not (tmp_path / "records" / "zoo_dsprites_synth_gpu_betavae.json").exists()
+    result, commands = run_zoo(tmp_path, MODELS="betavae")  # the next slice: that card
+    assert (result.returncode, programs(commands)) == (0, ["evaluate", "summarize"])
 
 
 def test_the_gpu_zoo_until_done_goes_on_after_a_paused_slice(tmp_path):

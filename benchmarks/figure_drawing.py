@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from causal_disent.evaluation import consistency_scores, reconstruction  # noqa: E402
+from causal_disent.evaluation import consistency_scores, drawings  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 from causal_disent.utils import figure_workers, figures, threads  # noqa: E402
 
@@ -33,7 +33,8 @@ LATENTS, TRAVERSED, OFFSETS, SHOWN = 10, 3, 7, 8
 
 
 def draw_seed(seed: int, folder: Path) -> None:
-    """One seed's three figures, saved with `figures.save_figure`."""
+    """One seed's three figures, saved with `figures.save_drawn` as a run saves them
+    (inside `saved_in_parallel` a worker builds each figure and writes it)."""
     rng = np.random.default_rng(seed)
     scores = {"inv": rng.random((LATENTS, LATENTS)).tolist(),
               "eqv": rng.random((LATENTS, LATENTS)).tolist(),
@@ -41,15 +42,15 @@ def draw_seed(seed: int, folder: Path) -> None:
               "eqv_mean": 0.5, "scn_mean": 0.5, "num_samples": 1024}
     consistency_scores.save_consistency_figure(scores, folder / f"{seed}_consistency.png")
     images = rng.integers(0, 256, (SHOWN, 64, 64, 1), dtype=np.uint8)
-    figure, _ = reconstruction.draw_reconstruction_figure(
-        images, rng.integers(0, 256, images.shape, dtype=np.uint8), "reconstructions")
-    figures.save_figure(figure, folder / f"{seed}_reconstructions.png")
+    figures.save_drawn(folder / f"{seed}_reconstructions.png",
+                       drawings.draw_reconstruction_figure, images,
+                       rng.integers(0, 256, images.shape, dtype=np.uint8), "reconstructions")
     grid = rng.integers(0, 256, (LATENTS, TRAVERSED * OFFSETS, 64, 64, 1), dtype=np.uint8)
-    figure, _ = figures.draw_image_grid(
+    figures.save_drawn(
+        folder / f"{seed}_traversals.png", figures.draw_image_grid,
         grid, title="Latent traversals\nsecond line",
         row_labels=[f"z{j} (σ 1.00)" for j in range(LATENTS)],
         column_labels=[f"{offset:+d}σ" for _ in range(TRAVERSED) for offset in range(-3, 4)])
-    figures.save_figure(figure, folder / f"{seed}_traversals.png")
 
 
 def time_sets(seeds: int, workers: int, folder: Path) -> float:

@@ -58,3 +58,17 @@ def run_intervene(workdir, *flags):
         [sys.executable, "-m", "causal_disent.intervene", f"--workdir={workdir}", *flags],
         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu"),
         capture_output=True, text=True, timeout=300)
+
+
+def figure_drawn_with_pid(pid_file: str):
+    """A small heat-map figure whose building writes the id of the process that
+    built it to `pid_file` (a figures.Drawing that figure workers import by name)."""
+    import os
+
+    import numpy as np
+
+    from causal_disent.utils import figures
+
+    Path(pid_file).write_text(str(os.getpid()))
+    return figures.draw_heat_maps([[figures.HeatMap(np.eye(3), title="m", xlabel="i")]],
+                                  title="pid", colorbar_label="score")

@@ -40,9 +40,9 @@ from pathlib import Path
 
 import jax
 import numpy as np
-from matplotlib.figure import Figure
 
 from causal_disent.evaluation import model_calls
+from causal_disent.evaluation.drawings import draw_consistency_figure
 from causal_disent.objectives import consistency
 from causal_disent.utils import figures
 from causal_disent.utils.images import images_to_unit_range
@@ -237,41 +237,6 @@ def score_test_images(model, params, dataset, test_indices: np.ndarray, seed: in
 
 
 def save_consistency_figure(scores: dict, path, structure: dict | None = None) -> Path:
-    """Writes `draw_consistency_figure(scores, structure)` as a PNG; returns the path."""
-    return figures.save_figure(draw_consistency_figure(scores, structure), path)
-
-
-def draw_consistency_figure(scores: dict, structure: dict | None = None) -> Figure:
-    """Heat maps on a common 0–1 colour scale: INV[m, i] and EQV[m, i] (rows the
-    intervened unit m), SCN[i] as one row, and with `structure` (xblock_structure)
-    the XBlock's mask M[i, j]; NaN (a unit that never varies) is grey."""
-    unit_axes = {"xlabel": "response unit i", "ylabel": "intervened unit m", "ticks": "every"}
-    panels = [
-        figures.HeatMap(np.asarray(scores["inv"]), **unit_axes,
-                        title=f"invariance INV[m, i]\n(off-diagonal mean "
-                              f"{scores['inv_off_diagonal']:.3f})"),
-        figures.HeatMap(np.asarray(scores["eqv"]), **unit_axes,
-                        title=f"equivariance EQV[m, i]\n(mean {scores['eqv_mean']:.3f})"),
-        figures.HeatMap(np.asarray(scores["scn"])[None], xlabel="unit i", ticks="every",
-                        title=f"self-consistency SCN[i]\n(mean {scores['scn_mean']:.3f})"),
-    ]
-    if structure is not None:
-        panels.append(figures.HeatMap(
-            np.asarray(structure["mask"]), xlabel="parent unit j", ylabel="child unit i",
-            ticks="every", title=f"XBlock mask M[i, j]\n({structure['edges']} of "
-                                 f"{structure['possible_edges']} gates open)"))
-    return figures.draw_heat_maps(
-        [panels], colorbar_label="score (1 = consistent); mask: gate value",
-        title=_consistency_title(scores, any(np.isnan(p.values).any() for p in panels)),
-        panel_inches=(3.2, 3.0),
-    )
-
-
-def _consistency_title(scores: dict, any_missing: bool) -> str:
-    lines = [f"Interventional consistency of the latent units on {scores['num_samples']} "
-             "test images (\"On the interventional consistency of autoencoders\", §2.1)",
-             "1 = consistent; 0 = moved as much as an independent redraw; on INV's "
-             "diagonal 0 = unit m registers its intervention, 1 = unit collapsed"]
-    if any_missing:
-        lines.append("grey: no score (the unit's encodings never vary)")
-    return "\n".join(lines)
+    """Writes `draw_consistency_figure(scores, structure)` as a PNG (built by a figure
+    worker where there is one: `figures.save_drawn`); returns the path."""
+    return figures.save_drawn(path, draw_consistency_figure, scores, structure)

@@ -6,6 +6,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from causal_disent.evaluation import model_calls
+from causal_disent.evaluation.drawings import draw_reconstruction_figure
 from causal_disent.evaluation.image_sums import image_summer
 from causal_disent.objectives.mcqvae import psnr_from_mse
 from causal_disent.utils import figures
@@ -73,23 +74,4 @@ def save_reconstruction_figure(model, params, images: np.ndarray, path,
     reconstructions = figures.to_uint8(np.asarray(outputs["reconstruction"]))
     title = title or (f"{len(images)} test images (top) and their reconstructions by the "
                       "trained autoencoder (bottom)")
-    figure, _ = draw_reconstruction_figure(images, reconstructions, title)
-    figures.save_figure(figure, path)
-
-
-def draw_reconstruction_figure(images: np.ndarray, reconstructions: np.ndarray, title: str):
-    """Two rows, "input" (uint8 `images` [n, H, W, ch]) over "reconstruction" (uint8
-    [n, H, W, ch], each captioned with its per-pixel MSE in [0, 1] units).
-    Returns `figures.draw_image_grid`'s (figure, layout)."""
-    return figures.draw_image_grid(
-        np.stack([images, reconstructions]), title=title,
-        row_labels=["input", "reconstruction"],
-        cell_labels=[[""] * len(images),
-                     [f"MSE {mse:.4f}" for mse in pixel_mse(images, reconstructions)]],
-    )
-
-
-def pixel_mse(images: np.ndarray, reconstructions: np.ndarray) -> np.ndarray:
-    """Mean squared error per image [n] of uint8 [n, H, W, ch] pairs, in [0, 1] units."""
-    difference = (images.astype(np.float64) - reconstructions.astype(np.float64)) / 255.0
-    return np.mean(difference ** 2, axis=tuple(range(1, difference.ndim)))
+    figures.save_drawn(path, draw_reconstruction_figure, images, reconstructions, title)

@@ -71,6 +71,5 @@ def save_traversal_figure(model, params, images: np.ndarray, spread_images: np.n
         f"Latent traversals{layer}: each row moves one latent by −3σ … +3σ from the "
         f"encoding of {count} test images\n(σ: that latent's spread over "
         f"{len(spread_images)} test images), the other latents fixed")
-    figure, _ = figures.draw_image_grid(grid, title=title, row_labels=rows,
-                                        column_labels=columns)
-    return figures.save_figure(figure, path)
+    return figures.save_drawn(path, figures.draw_image_grid, grid, title=title,
+                              row_labels=rows, column_labels=columns)

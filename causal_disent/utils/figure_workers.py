@@ -6,11 +6,12 @@ end, paid one after the other (three a seed in a stacked β-VAE run), while the
 devices wait.
 Inside `saved_in_parallel(workers)`, `figures.save_figure` sends each figure (a
 matplotlib Figure pickles whole, and draws to the same pixels when unpickled) to
-one of `workers` processes and returns at once; the block's end waits for every
-file.
+one of `workers` processes and returns at once, and `figures.save_drawn` sends the
+drawing function and its arguments, so that the worker builds the figure too; the
+block's end waits for every file.
 
 The workers run this module (`python -m causal_disent.utils.figure_workers`), each
-reading (figure, path) jobs on its stdin and answering on its stdout. Not
+reading (figure or drawing, path) jobs on its stdin and answering on its stdout. Not
 multiprocessing's pools: their "spawn" start runs the caller's main script again in
 every worker (a script without the `if __name__ == "__main__"` guard would start
 training there), and "fork" could deadlock a child of a process running JAX's
@@ -44,8 +45,8 @@ WORKER_COMMAND = (sys.executable, "-m", "causal_disent.utils.figure_workers")
 
 @contextlib.contextmanager
 def saved_in_parallel(workers: int) -> Iterator[None]:
-    """Within the block, `figures.save_figure` hands figures to up to `workers`
-    processes (at most MAX_WORKERS), started as they are needed; the block ends once
+    """Within the block, `figures.save_figure` and `figures.save_drawn` hand
+    figures to up to `workers` processes (at most MAX_WORKERS), started as they are needed; the block ends once
     every file is written, raising the error of the first figure (in the order they
     were saved) that failed. With workers <= 1, or inside another such block,
     figures are drawn where they are saved, as outside."""
@@ -54,28 +55,28 @@ def saved_in_parallel(workers: int) -> Iterator[None]:
         return
     local = threading.local()  # each pool thread's own worker process
     started: list[_Worker] = []
-    undrawn: list[tuple] = []  # (figure, path, why) whose worker ended: drawn here
+    undrawn: list[tuple] = []  # (job, path, why) whose worker ended: drawn here
     lock = threading.Lock()
 
-    def draw_remotely(figure, path: Path) -> None:
+    def draw_remotely(job, path: Path) -> None:
         if getattr(local, "lost", None) is not None:
-            undrawn.append((figure, path, local.lost))
+            undrawn.append((job, path, local.lost))
             return
         try:
             if getattr(local, "worker", None) is None:
                 local.worker = _Worker()
                 with lock:
                     started.append(local.worker)
-            local.worker.write(figure, path)
+            local.worker.write(job, path)
         except FigureWorkerError as error:
             local.lost = error  # this thread's later figures are drawn here too
-            undrawn.append((figure, path, error))
+            undrawn.append((job, path, error))
 
     pool = concurrent.futures.ThreadPoolExecutor(min(workers, MAX_WORKERS),
                                                  thread_name_prefix="figure-worker")
     saved: list[concurrent.futures.Future] = []
-    figures._parallel_saver = lambda figure, path: saved.append(
-        pool.submit(draw_remotely, figure, path))
+    figures._parallel_saver = lambda job, path: saved.append(
+        pool.submit(draw_remotely, job, path))
     try:
         yield
         for future in saved:
@@ -88,8 +89,8 @@ def saved_in_parallel(workers: int) -> Iterator[None]:
     if undrawn:
         logging.warning("%s; drawing the %d figure(s) it left in this process instead",
                         undrawn[0][2], len(undrawn))
-        for figure, path, _ in undrawn:
-            figures.write_png(figure, path)
+        for job, path, _ in undrawn:
+            figures.write_png(figures.as_figure(job), path)
 
 
 class FigureWorkerError(RuntimeError):
@@ -116,11 +117,11 @@ class _Worker:
             self._stderr.close()
             raise FigureWorkerError(f"could not start a figure process ({error})") from None
 
-    def write(self, figure, path: Path) -> None:
-        """Has the worker draw `figure` to `path`; raises its error if it failed,
-        FigureWorkerError if it ended."""
+    def write(self, job, path: Path) -> None:
+        """Has the worker draw `job` (a Figure or a figures.Drawing) to `path`; raises
+        its error if it failed, FigureWorkerError if it ended."""
         try:
-            pickle.dump((figure, path), self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((job, path), self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self._process.stdin.flush()
             error = pickle.load(self._process.stdout)
         except (BrokenPipeError, EOFError):
@@ -145,18 +146,18 @@ class _Worker:
 
 
 def _serve(jobs, answers) -> None:
-    """The worker's loop: draws each (figure, path) read from `jobs` and answers
-    None, or the error it raised, until `jobs` ends."""
+    """The worker's loop: draws each (Figure or figures.Drawing, path) read from
+    `jobs` and answers None, or the error it raised, until `jobs` ends."""
     while True:
         try:
-            figure, path = pickle.load(jobs)
+            job, path = pickle.load(jobs)
         except EOFError:  # the parent closed the pipe, or ended
             return
         except Exception as error:  # noqa: BLE001 (a truncated job: the parent ended)
             _answer(answers, error, "a figure")
             return  # the rest of the stream cannot be read
         try:
-            figures.write_png(figure, path)
+            figures.write_png(figures.as_figure(job), path)
             answer = None
         except Exception as error:  # noqa: BLE001 (sent to the parent, which raises it)
             answer = error

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from causal_disent.evaluation import consistency_scores
+from causal_disent.evaluation import consistency_scores, drawings
 from causal_disent.models.vae import VAE
 from causal_disent.models.xblock import XBlock
 
@@ -163,7 +163,7 @@ def test_heat_map_figure(tmp_path):
 def test_heat_map_figure_labels_every_panel_and_has_a_colour_bar():
     scores, _ = scores_for(np.array([[1.0, 0.0], [0.0, 0.0]]), count=50)  # unit 1: no score
     structure = {"mask": [[0.0, 0.0], [0.9, 0.0]], "edges": 1, "possible_edges": 1}
-    figure = consistency_scores.draw_consistency_figure(scores, structure)
+    figure = drawings.draw_consistency_figure(scores, structure)
     colour_bars = [ax for ax in figure.axes if ax.get_label() == "<colorbar>"]
     assert len(colour_bars) == 1
     panels = [ax for ax in figure.axes if ax.images]

@@ -5,7 +5,7 @@ import flax.linen as nn
 import numpy as np
 from PIL import Image
 
-from causal_disent.evaluation import reconstruction
+from causal_disent.evaluation import drawings, reconstruction
 
 
 class Inverting(nn.Module):
@@ -21,7 +21,7 @@ def test_inputs_lie_over_their_reconstructions_with_their_errors(tmp_path):
     path = tmp_path / "figures" / "r.png"
     reconstruction.save_reconstruction_figure(Inverting(), {}, images, path, title="inverted")
     inverted = 255 - images
-    figure, layout = reconstruction.draw_reconstruction_figure(images, inverted, "inverted")
+    figure, layout = drawings.draw_reconstruction_figure(images, inverted, "inverted")
     with Image.open(path) as saved:
         pixels = np.asarray(saved.convert("RGB"))
     assert pixels.shape == (layout.height, layout.width, 3)
@@ -33,7 +33,7 @@ def test_inputs_lie_over_their_reconstructions_with_their_errors(tmp_path):
             np.testing.assert_array_equal(cell[::size // 8, ::size // 8], expected[column, ..., 0])
     texts = [text.get_text() for text in figure.texts]
     assert {"input", "reconstruction"} <= set(texts)
-    mse = reconstruction.pixel_mse(images, inverted)
+    mse = drawings.pixel_mse(images, inverted)
     np.testing.assert_allclose(
         mse, (((images / 255.0) - (inverted / 255.0)) ** 2).mean(axis=(1, 2, 3)))
     assert [f"MSE {value:.4f}" for value in mse] == [t for t in texts if t.startswith("MSE")]

@@ -2,6 +2,7 @@
 drawn in place, every file there when the block ends, errors raised there."""
 
 import logging
+import os
 import sys
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from PIL import Image
 
 from causal_disent.utils import figure_workers, figures
+from tests import helpers
 
 
 def grid_figure(seed: int):
@@ -46,6 +48,23 @@ def test_workers_write_the_pngs_drawn_in_place_by_the_end_of_the_block(tmp_path)
     assert (tmp_path / "after.png").exists()
 
 
+def test_a_drawing_is_built_by_a_worker_into_the_png_built_in_place(tmp_path):
+    images = np.random.default_rng(0).integers(0, 256, (2, 3, 8, 8, 1), dtype=np.uint8)
+    labels = {"title": "drawn", "row_labels": ["a", "b"]}
+    figures.save_drawn(tmp_path / "here.png", figures.draw_image_grid, images, **labels)
+    figures.save_drawn(tmp_path / "here_pid.png", helpers.figure_drawn_with_pid,
+                       str(tmp_path / "here_pid"))
+    with figure_workers.saved_in_parallel(2):
+        figures.save_drawn(tmp_path / "worker.png", figures.draw_image_grid, images, **labels)
+        figures.save_drawn(tmp_path / "worker_pid.png", helpers.figure_drawn_with_pid,
+                           str(tmp_path / "worker_pid"))
+    np.testing.assert_array_equal(pixels(tmp_path / "worker.png"), pixels(tmp_path / "here.png"))
+    np.testing.assert_array_equal(pixels(tmp_path / "worker_pid.png"),
+                                  pixels(tmp_path / "here_pid.png"))
+    assert int((tmp_path / "here_pid").read_text()) == os.getpid()
+    assert int((tmp_path / "worker_pid").read_text()) != os.getpid()  # built there
+
+
 def test_one_worker_draws_in_place_and_a_nested_block_joins_the_outer_one(tmp_path):
     with figure_workers.saved_in_parallel(1):
         figures.save_figure(grid_figure(0), tmp_path / "one.png")
@@ -75,6 +94,13 @@ def test_figures_of_a_worker_that_ends_are_drawn_here_with_a_warning(monkeypatch
         with figure_workers.saved_in_parallel(2):
             for index in range(3):
                 figures.save_figure(grid_figure(index), tmp_path / "workers" / f"{index}.png")
+            figures.save_drawn(tmp_path / "workers" / "drawn.png", figures.draw_heat_maps,
+                               [[figures.HeatMap(np.eye(3), title="m")]], title="drawn",
+                               colorbar_label="score")
+    np.testing.assert_array_equal(pixels(tmp_path / "workers" / "drawn.png"), pixels(
+        figures.save_drawn(tmp_path / "drawn_here.png", figures.draw_heat_maps,
+                           [[figures.HeatMap(np.eye(3), title="m")]], title="drawn",
+                           colorbar_label="score")))
     for index in range(3):
         figures.save_figure(grid_figure(index), tmp_path / "here.png")
         np.testing.assert_array_equal(pixels(tmp_path / "workers" / f"{index}.png"),
@@ -82,7 +108,7 @@ def test_figures_of_a_worker_that_ends_are_drawn_here_with_a_warning(monkeypatch
     (warning,) = [record.getMessage() for record in caplog.records
                   if "figure process ended" in record.getMessage()]
     assert "exit status 3" in warning and "no figures today" in warning
-    assert "drawing the 3 figure(s) it left in this process instead" in warning
+    assert "drawing the 4 figure(s) it left in this process instead" in warning
 
 
 def test_a_worker_that_cannot_start_leaves_its_figures_to_this_process(monkeypatch, tmp_path,

@@ -15,8 +15,9 @@
 # RECORDS/zoo_dsprites_synth_gpu_<model>.json (default RECORDS: results), whose
 # runs' histories give each model's training minutes. Training stops within the
 # slice; a metric card (10 000 samples a metric, its classifiers on the host: 12
-# minutes on 2 CPU cores, most of it encoding images, 43 s of it DCI's and the
-# other classifiers) has no time limit of its own, so one starts only while
+# minutes on 2 CPU cores for a convolutional encoder, most of it encoding images;
+# 43 s for the identity map, which encodes none) has no time limit of its own, so
+# one starts only while
 # CARD_MINUTES (default 4) are left in the slice: set it to what a card takes on
 # your machine (a card cut short by a command's limit is computed again). The cards
 # run in the background, up to CARD_JOBS (default: half the host's cores) at once,
@@ -71,11 +72,13 @@ for model in ${MODELS}; do
 done
 
 # start_card SEED_DIR: the seed's metric card in the background, once fewer than
-# CARD_JOBS cards run; a card that fails is noted in CARDS_FAILED.
+# CARD_JOBS cards run, if CARD_MINUTES are still left then (else status 1); a card
+# that fails is noted in CARDS_FAILED.
 start_card() {
   while (( $(jobs -rp | wc -l) >= CARD_JOBS )); do
     wait -n || true  # a card's failure is noted by the card itself
   done
+  out_of_time "${CARD_MINUTES}" && return 1
   ( "${PYTHON}" -m causal_disent.evaluate --workdir="$1" --metrics=all \
       || echo "$1" >> "${CARDS_FAILED}" ) &
 }
@@ -99,8 +102,7 @@ one_slice() {  # returns 0 when every model is done, 3 when the slice's time is 
     for (( seed = 0; seed < SEEDS; seed++ )); do
       seed_dir="${workdir}/seeds/seed_${seed}"
       if [[ ! -e "${seed_dir}/metrics_card.json" ]]; then
-        if out_of_time "${CARD_MINUTES}"; then paused=true; break 2; fi
-        start_card "${seed_dir}"
+        start_card "${seed_dir}" || { paused=true; break 2; }
       fi
     done
   done

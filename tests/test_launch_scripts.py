@@ -122,6 +122,13 @@ def test_the_gpu_zoo_scores_a_model_while_the_next_trains(tmp_path):
     assert programs(commands[:5]) == ["main", "evaluate", "evaluate", "evaluate", "main"]
 
 
+def test_a_card_that_would_outlast_the_slice_waits_for_the_next(tmp_path):
+    result, commands = run_zoo(tmp_path, MODELS="betavae", CARD_MINUTES="20")
+    assert (result.returncode, programs(commands)) == (3, ["main"])
+    result, commands = run_zoo(tmp_path, MODELS="betavae")
+    assert (result.returncode, programs(commands)) == (0, ["evaluate"] * 3 + ["summarize"])
+
+
 def test_a_failed_card_stops_the_gpu_zoo_before_its_model_is_summarised(tmp_path):
     result, commands = run_zoo(tmp_path, MODELS="betavae", FAIL_CARD="seed_1")
     assert result.returncode == 1

@@ -28,10 +28,10 @@ stage's train.unroll_call (k steps unrolled, or a loop, whose control XLA:GPU ru
 the host).
 
 Cases (configs at their `:small` sizes on `*_synth` data): betavae (S = 1),
-betavae_s8 (8 stacked seeds; betavae_s8_matmul: seed_execution vmap_matmul), factorvae, mcqvae (CT-VAE stage 1) and ct (stage 2,
-its codes encoded by the frozen stage 1 in each step: the code cache of the paper
-config would first encode all 480 000 images, minutes on a CPU). The last line is
-JSON with every figure.
+betavae_s8 (8 stacked seeds; betavae_s8_matmul: seed_execution vmap_matmul),
+factorvae, mcqvae (CT-VAE stage 1) and ct (stage 2, its codes encoded by the frozen
+stage 1 in each step: the code cache of the paper config would first encode all
+480 000 images, minutes on a CPU). The last line is JSON with every figure.
 
 Measured on 2 idle CPU cores (jax 0.10.2, `--steps=100`, 2026-11-26; ms per step):
 

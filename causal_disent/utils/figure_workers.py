@@ -46,10 +46,10 @@ WORKER_COMMAND = (sys.executable, "-m", "causal_disent.utils.figure_workers")
 @contextlib.contextmanager
 def saved_in_parallel(workers: int) -> Iterator[None]:
     """Within the block, `figures.save_figure` and `figures.save_drawn` hand
-    figures to up to `workers` processes (at most MAX_WORKERS), started as they are needed; the block ends once
-    every file is written, raising the error of the first figure (in the order they
-    were saved) that failed. With workers <= 1, or inside another such block,
-    figures are drawn where they are saved, as outside."""
+    figures to up to `workers` processes (at most MAX_WORKERS), started as they are
+    needed; the block ends once every file is written, raising the error of the
+    first figure (in the order they were saved) that failed. With workers <= 1, or
+    inside another such block, figures are drawn where they are saved, as outside."""
     if workers <= 1 or figures._parallel_saver is not None:
         yield
         return

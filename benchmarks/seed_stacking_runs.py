@@ -37,7 +37,9 @@ and kept in the record.
 Each run's time is also split at its log.txt lines (PHASES): imports, setup (init,
 training data, the step-0 curve point), training (compilation, steps, curve points,
 saves), evaluation, figures and exit, so that a GPU run says where its fixed costs
-lie. The last line is JSON with every figure.
+lie; then finer, from the log's own lines (`setup_and_seed_seconds`): the model's
+first state, the device table's images and placing, the step-0 curve point, and
+each seed's test scores and figures. The last line is JSON with every figure.
 """
 
 import argparse
@@ -107,23 +109,12 @@ def phase_seconds(run_dir: Path) -> dict[str, float]:
     """Seconds of each of PHASES and of "exit" (the summary to the process's end),
     from the run's log.txt and the start and length kept in its TIMING_FILE; {} for
     a run timed before its start was kept, or whose log lacks a marker."""
-    timing_file, log = run_dir / TIMING_FILE, run_dir / "log.txt"
-    if not (timing_file.is_file() and log.is_file()):
+    timing_file = run_dir / TIMING_FILE
+    if not timing_file.is_file():
         return {}
     timing = json.loads(timing_file.read_text())
-    if "started_at" not in timing:
-        return {}
-    lines = []  # (epoch seconds, message)
-    for line in log.read_text().splitlines():
-        day, clock, _level, message = (line.split(" ", 3) + ["", "", "", ""])[:4]
-        try:  # logging's local time, as time.time() counts it
-            when = datetime.datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S,%f")
-        except ValueError:  # the next line of a message of several lines
-            if lines:
-                lines[-1] = (lines[-1][0], f"{lines[-1][1]}\n{line}")
-            continue
-        lines.append((when.timestamp(), message))
-    if not lines:
+    lines = log_lines(run_dir)
+    if "started_at" not in timing or not lines:
         return {}
     seconds, previous = {}, timing["started_at"]
     for phase, marker, last in PHASES:
@@ -137,6 +128,76 @@ def phase_seconds(run_dir: Path) -> dict[str, float]:
         seconds[phase], previous = ended - previous, ended
     seconds["exit"] = timing["started_at"] + timing["seconds"] - previous
     return seconds
+
+
+def log_lines(run_dir: Path) -> list[tuple[float, str]]:
+    """The run's log.txt as (epoch seconds, message), a message of several lines
+    joined; [] without a log."""
+    log = run_dir / "log.txt"
+    if not log.is_file():
+        return []
+    lines = []
+    for line in log.read_text().splitlines():
+        day, clock, _level, message = (line.split(" ", 3) + ["", "", "", ""])[:4]
+        try:  # logging's local time, as time.time() counts it
+            when = datetime.datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S,%f")
+        except ValueError:  # the next line of a message of several lines
+            if lines:
+                lines[-1] = (lines[-1][0], f"{lines[-1][1]}\n{line}")
+            continue
+        lines.append((when.timestamp(), message))
+    return lines
+
+
+def setup_and_seed_seconds(run_dir: Path) -> dict:
+    """Finer than PHASES, from the log's own lines: setup's parts ("init": the
+    model's first state; "images": the training images read or rendered for the
+    device table, "placing": the table copied to the devices, both as the run
+    logged them; "step-0 point": from the placing to the first curve point), and per
+    seed the test scores ("scores", "evaluating on" to "results:"), the pause before
+    each seed's scores after the first (its state taken out and its checkpoint
+    started: "between") and this process's share of its figures ("figures").
+    Whatever the log does not hold is left out."""
+    lines = log_lines(run_dir)
+
+    def first(marker: str) -> tuple[float, str] | None:
+        return next(((when, message) for when, message in lines if marker in message), None)
+
+    def logged_seconds(marker: str) -> float | None:
+        found = first(marker)
+        return None if found is None else float(found[1].split(marker)[1].split()[0])
+
+    details = {}
+    init, built = first("initialising the model"), first("parameters; training")
+    if init and built:
+        details["init"] = built[0] - init[0]
+    for name, marker in (("images", "read or rendered in"),
+                         ("placing", "placed on the devices in")):
+        value = logged_seconds(marker)
+        if value is not None:
+            details[name] = value
+    placed, point = first("placed on the devices in"), first("step 0: test NLL")
+    if placed and point and point[0] >= placed[0]:
+        details["step-0 point"] = point[0] - placed[0]
+    starts = [when for when, message in lines if "evaluating on" in message]
+    ends = [when for when, message in lines if "results:" in message]
+    if starts and len(starts) == len(ends):
+        details["scores"] = [end - start for start, end in zip(starts, ends)]
+        details["between"] = [start - end for start, end in zip(starts[1:], ends)]
+    figures = [float(message.split("figures:")[1].split()[0])
+               for _, message in lines if "'s figures:" in message]
+    if figures:
+        details["figures"] = figures
+    return details
+
+
+def format_details(details: dict) -> str:
+    """`setup_and_seed_seconds` in one line: "init 7.2, images 10.0, ... scores
+    [2.5 0.8], ..."."""
+    return ", ".join(
+        f"{name} {value:.1f}" if not isinstance(value, list)
+        else f"{name} [{' '.join(f'{item:.2f}' for item in value)}]"
+        for name, value in details.items())
 
 
 def test_nll(run_dir: Path) -> float:
@@ -195,6 +256,10 @@ def main() -> None:
     for name in names:
         if phases[name]:
             print(f"  {name}: " + " ".join(f"{value:.1f}" for value in phases[name].values()))
+    details = {name: setup_and_seed_seconds(root / name) for name in names}
+    print("their parts (s; per seed in brackets):")
+    for name in names:
+        print(f"  {name}: {format_details(details[name])}")
     print("test NLL per seed, sequential / stacked:")
     for k, b in enumerate(stacked_nll):
         a = f"{sequential_nll[k]:.2f}" if k < timed else "–"
@@ -204,7 +269,7 @@ def main() -> None:
                "sequential_projected": timed < args.seeds,
                "stacked_s": stacked, "speedup": sequential_total / stacked,
                "sequential_test_nll": sequential_nll, "stacked_test_nll": stacked_nll,
-               "phase_seconds": phases}
+               "phase_seconds": phases, "part_seconds": details}
     print(json.dumps(figures))
     records.write_or_exit(recorder, figures)
 

@@ -14,7 +14,8 @@
 #   5. CT-VAE stage 2 on its code cache (`:small`), 1000 steps, k = 10 as configured
 #      for accelerators (a loop over `lax.switch` on each step's mode)
 #   6. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
-#      projected to eight (the target: >= 6x less wall time), k = 10 unrolled, device data
+#      projected to eight (the target: >= 6x less wall time), k = 10 unrolled, device data;
+#      the runs' log.txt files (lines cut to 160 characters) are kept beside its record
 #   7. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, a loop, in the time
 #      left
 #
@@ -37,6 +38,7 @@ set -uo pipefail
 : "${OUT:?set OUT to the folder that gets the outputs}"
 PYTHON="${PYTHON:-python3}"
 PARTS="${PARTS:-/tmp/gpu_loop_benchmarks}"
+RUNS="${RUNS:-/tmp/seed_stacking_runs}"  # the workdirs of part 6
 rm -rf "${PARTS}"
 mkdir -p "${OUT}" "${PARTS}"
 if compgen -G ".whl/*.whl" > /dev/null; then
@@ -107,9 +109,18 @@ part loop_overhead_s8_unrolled "$(upto 150)" "${PYTHON}" benchmarks/loop_overhea
 part loop_overhead_ct_cache "$(upto 120)" "${PYTHON}" benchmarks/loop_overhead.py --cases=ct_cache \
   --steps=1000 "${K10[@]}"
 part seed_stacking_runs $(( $(left) - 60 )) "${PYTHON}" benchmarks/seed_stacking_runs.py \
-  --root=/tmp/seed_stacking_runs --sequential_runs=2 \
+  --root="${RUNS}" --sequential_runs=2 \
   --config.vae.train.steps_per_call=10 --config.vae.train.device_data=on \
   --config.vae.train.unroll_call=on --config.seed_execution="${EXECUTION}"
+# Each run's log.txt, its lines cut short (the results lines hold whole score tables):
+# their times split setup (init, rendering, placing the table, the step-0 curve
+# point) and each seed's evaluation and figures.
+for run in "${RUNS}"/*/; do
+  if [[ -f "${run}log.txt" ]]; then
+    cut -c1-160 "${run}log.txt" > "${PARTS}/seed_stacking_runs_log_$(basename "${run}").txt"
+  fi
+done
+note "seed_stacking_runs logs: $(compgen -G "${PARTS}/seed_stacking_runs_log_*" | wc -l) kept"
 part loop_overhead_s8 "$(left)" "${PYTHON}" benchmarks/loop_overhead.py --cases="${S8_CASE}" \
   --steps=1000 "${K10[@]}" --unroll_call=off
 ls -la "${PARTS}" "${OUT}"

@@ -168,6 +168,10 @@ if [[ $1 == benchmarks/seed_stacking.py ]]; then
   seconds_var="STEP_${execution}"
   echo "{\"figures\": {\"stacked\": {\"step_s\": ${!seconds_var}}}}" > "$record"
 fi
+if [[ $1 == benchmarks/seed_stacking_runs.py ]]; then  # a stacked run's log, one long line
+  for arg in "$@"; do case $arg in --root=*) root=${arg#*=};; esac; done
+  mkdir -p "$root/stacked" && printf '2026-11-28 10:00:00,000 INFO %0200d\n' 0 > "$root/stacked/log.txt"
+fi
 """
 
 
@@ -181,7 +185,8 @@ def run_gpu_loop_benchmarks(tmp_path, budget: int, vmap_s: float = 0.0066,
     fake.chmod(0o755)
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "BUDGET": str(budget), "PYTHON": str(fake),
-           "PARTS": str(tmp_path / "parts"), "LOG": str(tmp_path / "log"),
+           "PARTS": str(tmp_path / "parts"), "RUNS": str(tmp_path / "runs"),
+           "LOG": str(tmp_path / "log"),
            "REAL_PYTHON": sys.executable,
            "STEP_vmap": str(vmap_s), "STEP_vmap_matmul": str(vmap_matmul_s)}
     result = subprocess.run(["bash", str(REPO_ROOT / "launch" / "gpu_loop_benchmarks.sh")],
@@ -201,7 +206,7 @@ def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
         "machine.txt", "loop_overhead_s1", "loop_overhead_s1_unrolled", "seed_stacking_step_vmap",
         "seed_stacking_step_vmap_matmul", "stacked seeds run as vmap",
         "loop_overhead_s8_unrolled", "loop_overhead_ct_cache", "seed_stacking_runs",
-        "loop_overhead_s8"]
+        "seed_stacking_runs logs", "loop_overhead_s8"]
     commands = log.read_text().splitlines()
     assert [(command.split("--cases=")[1].split()[0],
              command.split("--unroll_call=")[1].split()[0] if "--unroll_call" in command
@@ -227,7 +232,11 @@ def test_the_gpu_loop_benchmarks_leave_two_files_holding_every_part(tmp_path):
         packed = sorted(Path(name).name for name in archive.getnames() if name != ".")
     assert packed == sorted(path.name for path in (tmp_path / "parts").iterdir())
     assert {"machine.txt", "timeline.txt", "seed_stacking_step_vmap_record.json",
-            "seed_stacking_step_vmap_matmul_record.json"} <= set(packed)
+            "seed_stacking_step_vmap_matmul_record.json",
+            "seed_stacking_runs_log_stacked.txt"} <= set(packed)
+    # The stacked run's log, its lines cut to 160 characters.
+    log = (tmp_path / "parts" / "seed_stacking_runs_log_stacked.txt").read_text()
+    assert [len(line) for line in log.splitlines()] == [160]
 
 
 def test_the_faster_stacked_step_runs_the_stacked_seeds(tmp_path):

@@ -1,13 +1,22 @@
 """benchmarks/seed_stacking_runs.py's arguments: `--config.X=V` reaches every run,
-anything else is one `error:` line before any run (the runs themselves are faked)."""
+anything else is one `error:` line before any run (the runs themselves are faked);
+and how it splits a run's time at its log lines."""
 
 import datetime
 import importlib
 import json
+import logging
 import sys
 import types
 
+import jax
+import ml_collections
+import numpy as np
 import pytest
+
+from causal_disent.data import pipeline, registry
+from causal_disent.train import image_stages, runner
+from causal_disent.utils.sharding import make_data_mesh
 
 stacking_runs = importlib.import_module("benchmarks.seed_stacking_runs")
 
@@ -76,6 +85,53 @@ def test_a_runs_time_is_split_at_its_log_lines(tmp_path):
     assert list(phases) == ["imports", "setup", "training", "evaluation", "figures", "exit"]
     assert [round(value, 3) for value in phases.values()] == [3.0, 26.0, 57.0, 29.0, 7.0, 8.0]
     assert sum(phases.values()) == pytest.approx(130.0)
+
+
+def test_a_stacked_runs_setup_and_seeds_are_split_at_its_own_lines(tmp_path):
+    (tmp_path / "log.txt").write_text("\n".join([
+        "2026-11-27 19:31:58,500 INFO console: [vae] initialising the model (compiling...",
+        "2026-11-27 19:32:05,000 INFO console: [vae] 690,517 parameters; training 100 steps",
+        "2026-11-27 19:32:05,100 INFO console: [vae] training data on the devices (2717.9 MB)",
+        "2026-11-27 19:32:15,100 INFO image_stages: [vae] 663552 training images read or "
+        "rendered in 10.0 s",
+        "2026-11-27 19:32:19,400 INFO runner: [vae] training data placed on the devices in 4.3 s",
+        "2026-11-27 19:32:21,900 INFO console: [vae] step 0: test NLL 2839.14 (512 images)",
+        "2026-11-27 19:33:00,000 INFO image_stages: [vae] evaluating on 2048 test images",
+        "2026-11-27 19:33:03,000 INFO image_stages: [vae] results: {'inv': [[1, 2],",
+        " [3, 4]]}",
+        "2026-11-27 19:33:03,250 INFO image_stages: [vae] evaluating on 2048 test images",
+        "2026-11-27 19:33:04,000 INFO image_stages: [vae] results: {}",
+        "2026-11-27 19:33:05,000 INFO vae_stage: [vae] seed 0's figures: 1.25 s here",
+        "2026-11-27 19:33:05,200 INFO vae_stage: [vae] seed 1's figures: 0.20 s here",
+    ]))
+    details = stacking_runs.setup_and_seed_seconds(tmp_path)
+    rounded = {name: [round(item, 3) for item in value] if isinstance(value, list)
+               else round(value, 3) for name, value in details.items()}
+    assert rounded == {"init": 6.5, "images": 10.0, "placing": 4.3, "step-0 point": 2.5,
+                       "scores": [3.0, 0.75], "between": [0.25], "figures": [1.25, 0.2]}
+    assert stacking_runs.format_details(details) == (
+        "init 6.5, images 10.0, placing 4.3, step-0 point 2.5, scores [3.00 0.75], "
+        "between [0.25], figures [1.25 0.20]")
+    assert stacking_runs.setup_and_seed_seconds(tmp_path / "no_run") == {}
+
+
+def test_the_parts_are_read_from_the_messages_a_run_logs(tmp_path, caplog):
+    """The markers above against the messages the library logs: the device table's
+    images (image_stages) and its placing (runner)."""
+    dataset = registry.get_dataset("dsprites_synth")
+    batcher = pipeline.EpochShuffledBatches(np.arange(40), 8, seed=0)
+    section = ml_collections.ConfigDict({"prefetch_batches": 0, "device_data": "on",
+                                         "device_data_max_gb": 1.0})
+    with caplog.at_level(logging.INFO):
+        data = image_stages.image_device_data("vae", dataset, [batcher], 0, 4, section)
+        training = runner.Training(steps={"fit": lambda state, batch, rng: (state, {})},
+                                   rng=jax.random.key(0), batches=[], device_data=data)
+        runner.compiled_step_fn(training, make_data_mesh(), "vae")
+    (tmp_path / "log.txt").write_text("".join(
+        f"2026-11-27 19:31:58,500 INFO x: {record.getMessage()}\n" for record in caplog.records))
+    details = stacking_runs.setup_and_seed_seconds(tmp_path)
+    assert set(details) == {"images", "placing"}
+    assert all(0 <= seconds < 60 for seconds in details.values())
 
 
 def test_a_run_timed_before_its_start_was_kept_has_no_split(tmp_path):

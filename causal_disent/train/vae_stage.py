@@ -16,11 +16,13 @@ the scores' heat maps to WORKDIR/figures/vae_consistency.png.
 """
 
 import functools
+import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import ml_collections
+from absl import logging
 from jax.sharding import Mesh
 
 from causal_disent.data import pipeline, registry
@@ -286,10 +288,14 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
         # 11.4-12.7 -> 9.9-11.0 s, docs/accelerators.md).
         with figure_workers.saved_in_parallel(min(len(seeds), threads.worker_count())):
             for index, seed in enumerate(seeds):
+                started = time.perf_counter()
                 seed_dir = seeds_format.seed_workdir(workdir, seed)
                 params = vae_run.vae_params(config,
                                             seed_stacking.seed_state(state, index).params)
                 draw_trained(params, read_results(seed_dir)[STAGE], seed_dir)
+                # log.txt only: this process's share of each seed's figures.
+                logging.info("[%s] seed %d's figures: %.2f s here", STAGE, seed,
+                             time.perf_counter() - started)
 
     return runner.run_stage(runner.Stage(
         name=STAGE, signature=vae_run.signature(config), train_config=cfg.train,

@@ -23,6 +23,7 @@ setup(
     install_requires=[
         "absl-py>=2.1",
         "chex>=0.1.87",
+        "filelock>=3.12",  # JAX locks its compilation cache with it (utils/compilation_cache.py)
         "flax>=0.10.4",
         "importlib_resources>=6.0",  # tensorflow-datasets imports it without declaring it
         "jax>=0.5",

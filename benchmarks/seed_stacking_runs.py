@@ -11,7 +11,9 @@ sequential run with seed k (train/seed_stacking.py), up to float rounding.
       --config.vae.train.device_data=on           # every run with these settings
 
 benchmarks/seed_stacking.py times the compiled step alone; this one answers what a
-user waits for. Workdirs go under --root (a fresh temporary folder by default); rerun
+user waits for, each run compiling from nothing (`--compilation_cache=off`: with the
+command line's cache, sequential runs after the first read most of their programs
+back, and a stacked run's programs are its own). Workdirs go under --root (a fresh temporary folder by default); rerun
 with the same --root after a time limit cut the benchmark short, and only the runs
 that had not finished run again.
 
@@ -69,8 +71,10 @@ def timed_run(config: str, workdir: Path, overrides: list[str]) -> float:
     The time is kept in workdir/wall_seconds.json, so that rerunning the benchmark
     with the same --root (a device command's time limit cut it short) times only
     the runs that had not finished; a run cut short is started again from nothing."""
+    # Every run compiles from nothing, as these runs did before the command line kept a
+    # cache of compiled programs: later sequential runs would otherwise skip theirs.
     command = [sys.executable, "-m", "causal_disent.main", f"--config={config}",
-               f"--workdir={workdir}", *overrides]
+               f"--workdir={workdir}", "--compilation_cache=off", *overrides]
     timing = workdir / TIMING_FILE
     if timing.exists():
         earlier = json.loads(timing.read_text())

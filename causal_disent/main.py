@@ -26,6 +26,10 @@ to the end once training has finished.
 With --record=results/NAME.json a finished command writes a record of the run (its
 command, commit, machine, date, wall time and results.json) for causal_disent.report.
 
+Compiled programs are kept in a persistent cache (--compilation_cache, default
+~/.cache/causal_disent/compiled/<machine>; 'off' to compile afresh), so a rerun or a
+resume skips most of its compilation (utils/compilation_cache.py).
+
 Logic lives in `causal_disent.train`, which the tests exercise directly.
 """
 
@@ -53,7 +57,7 @@ from causal_disent.runs.results import read_results  # noqa: E402
 from causal_disent.train import interrupts  # noqa: E402
 from causal_disent.train.deadline import TimeBudgetExhausted  # noqa: E402
 from causal_disent.train.finite_guard import NonFiniteTraining  # noqa: E402
-from causal_disent.utils import console  # noqa: E402
+from causal_disent.utils import compilation_cache, console  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Config file, optionally with a variant: FILE.py:small (training "
@@ -95,6 +99,13 @@ _MAX_MINUTES = flags.DEFINE_float(
     lower_bound=0.0,
 )
 
+_COMPILATION_CACHE = flags.DEFINE_string(
+    "compilation_cache", None,
+    "Folder of the persistent cache of compiled programs, which reruns and resumes "
+    "read instead of compiling again (default: $CAUSAL_DISENT_COMPILATION_CACHE, else "
+    "~/.cache/causal_disent/compiled/<machine>); 'off' compiles everything afresh "
+    "(causal_disent/utils/compilation_cache.py).")
+
 _RECORD = flags.DEFINE_string(
     "record", None,
     "Write a record of this command to this .json file when it ends with every stage "
@@ -131,6 +142,10 @@ def _run() -> None:
     except records.RecordError as error:
         sys.exit(f"error: {error}")
     config, workdir = _config_and_workdir()
+    try:
+        compilation_cache.enable(_COMPILATION_CACHE.value)
+    except compilation_cache.CacheFolderError as error:
+        sys.exit(f"error: {error}")
     # Imported once the flags are known good: the stages bring in every model and
     # metric (sklearn, matplotlib), seconds that a mistyped flag should not wait for.
     from causal_disent.train import stages

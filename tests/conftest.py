@@ -16,6 +16,8 @@ program at once could read each other's partial entry. For the same reason tests
 that start several processes at once or kill one mid-run keep them off the worker's
 cache (tests/train/test_multiprocess.py, tests/test_bad_input.py,
 tests/train/test_faults.py); tests/crash_resume.py gives its runs a cache of their own.
+The command line's default cache in ~/.cache is off throughout
+($CAUSAL_DISENT_COMPILATION_CACHE=off), so no test writes outside its folders.
 
 The tests also compile with JAX's `jax_disable_most_optimizations` (XLA's backend
 optimisation level 0, LLVM's expensive passes off), which the command-line runs
@@ -47,6 +49,9 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # before anything imports jax
     atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# The command line's own cache (utils/compilation_cache.py, in ~/.cache by default)
+# stays off: runs use the worker's folder above, or none where a test removes it.
+os.environ["CAUSAL_DISENT_COMPILATION_CACHE"] = "off"
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (

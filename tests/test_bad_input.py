@@ -58,6 +58,10 @@ CASES = [
      r"vae.optim.learning_rate must be a finite number > 0"),
     ("negative seed", MAIN, [CT, "--workdir={w}", "--config.seed=-1"],
      r"^error: seed must be an integer >= 0, got -1"),
+    ("compilation cache is a file", MAIN,
+     [VAE, "--workdir={w}", "--compilation_cache={tmp}/small.png"],
+     r"^error: the compilation cache .*small.png \(--compilation_cache\) cannot be used: "
+     r".*; give a writable folder, or 'off'$"),
     ("no checkpoints kept", MAIN,
      [CT, "--workdir={w}", "--config.mcqvae.train.max_checkpoints_to_keep=0"],
      r"max_checkpoints_to_keep must be an integer > 0"),

@@ -59,6 +59,7 @@ def test_a_rerun_with_the_same_root_times_only_the_runs_not_finished(monkeypatch
     assert stacking_runs.timed_run(config, finished, ["--config.seed=0"]) == seconds
     stacking_runs.timed_run(config, cut_short, ["--config.seed=1"])
     assert [command[-1] for command in started] == ["--config.seed=0", "--config.seed=1"]
+    assert all("--compilation_cache=off" in command for command in started)  # cold runs
     assert not (cut_short / "leftover_checkpoint").exists()  # started from nothing
     with pytest.raises(SystemExit, match=r"^error: .*seed_0 holds a run of another command"):
         stacking_runs.timed_run(config, finished, ["--config.seed=5"])

@@ -11,7 +11,8 @@ from jax.experimental.compilation_cache import compilation_cache as jax_cache
 
 from causal_disent.utils import compilation_cache
 
-SETTINGS = ("jax_compilation_cache_dir", "jax_compilation_cache_max_size")
+SETTINGS = ("jax_compilation_cache_dir", "jax_compilation_cache_max_size",
+            "jax_enable_compilation_cache")
 
 
 @pytest.fixture
@@ -60,14 +61,19 @@ def test_a_program_compiled_once_is_read_back_with_the_same_results(own_jax_sett
     assert hits and first.tobytes() == again.tobytes()
 
 
-def test_off_and_a_cache_of_jaxs_own_are_left_alone(own_jax_settings, tmp_path, monkeypatch):
+def test_off_and_a_cache_of_jaxs_own(own_jax_settings, tmp_path, monkeypatch):
     assert compilation_cache.enable("off") is None
     assert jax.config.jax_compilation_cache_dir is None
+    assert not jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", True)
     monkeypatch.setenv(compilation_cache.ENVIRONMENT_VARIABLE, "off")
     assert compilation_cache.enable() is None
     jax.config.update("jax_compilation_cache_dir", str(tmp_path / "jax_own"))
     assert compilation_cache.enable() == tmp_path / "jax_own"  # $JAX_COMPILATION_CACHE_DIR
     assert jax.config.jax_compilation_cache_max_size == -1  # untouched: the user's choice
+    assert jax.config.jax_enable_compilation_cache
+    assert compilation_cache.enable("off") is None  # the flag turns even that one off
+    assert not jax.config.jax_enable_compilation_cache
 
 
 def test_the_environment_names_the_folder_and_else_the_machines_default(

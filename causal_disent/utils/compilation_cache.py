@@ -51,6 +51,7 @@ def machine_name() -> str:
 
 
 def default_folder() -> Path:
+    """~/.cache/causal_disent/compiled/<machine> ($XDG_CACHE_HOME for ~/.cache)."""
     root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(root) / "causal_disent" / "compiled" / machine_name()
 
@@ -74,10 +75,9 @@ def enable(setting: str | None = None) -> Path | None:
     folder = Path(named).expanduser() if named else default_folder()
     problem = _unwritable(folder)
     if problem is not None:
-        if named is None:
+        if not named:
             return None
-        source = ("--compilation_cache" if setting
-                  else f"${ENVIRONMENT_VARIABLE}")
+        source = "--compilation_cache" if setting else f"${ENVIRONMENT_VARIABLE}"
         raise CacheFolderError(f"the compilation cache {folder} ({source}) cannot be used: "
                                f"{problem}; give a writable folder, or 'off'")
     jax_cache.reset_cache()  # the folder is read when the first program compiles

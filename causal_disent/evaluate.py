@@ -8,7 +8,8 @@ r"""Writes a metric card: every disentanglement score, with its settings and tim
       floor) -> metrics_card_<model>_<dataset>.json, or --output
 
 --record=results/<name>.json also writes the card as a record, with this command
-(causal_disent/runs/records.py). Options: --metrics=mig,dci,... (names in `evaluation.card.METRICS`),
+(causal_disent/runs/records.py). Compiled programs are kept between commands as by
+causal_disent.main (--compilation_cache, utils/compilation_cache.py). Options: --metrics=mig,dci,... (names in `evaluation.card.METRICS`),
 --num_samples (each metric's training points; test sets are half: the reference
 10 000 / 5 000 by default), --seed, --representation (a trained run's: its default,
 a name, or all; MCQ-VAE/CT-VAE runs have code_indices and codebook_vectors,
@@ -41,6 +42,11 @@ _RECORD = flags.DEFINE_string(
     "record", None,
     "Also write a record (results/<name>.json, causal_disent/runs/records.py): this "
     "command, commit, machine, date, wall time and the card, with the workdir's history.")
+_COMPILATION_CACHE = flags.DEFINE_string(
+    "compilation_cache", None,
+    "Folder of the persistent cache of compiled programs, shared with causal_disent.main "
+    "(default: $CAUSAL_DISENT_COMPILATION_CACHE, else ~/.cache/causal_disent/compiled/"
+    "<machine>); 'off' compiles everything afresh.")
 _OUTPUT = flags.DEFINE_string(
     "output", None,
     "Card path. Default: WORKDIR/metrics_card.json, or metrics_card_<model>_<dataset>.json "
@@ -52,11 +58,12 @@ def main(argv) -> None:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     from causal_disent.runs import records
     from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
-    from causal_disent.utils import console, json_values
+    from causal_disent.utils import compilation_cache, console, json_values
 
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     console.quiet_stderr()  # JAX's backend probe and other INFO lines: not for the user
-    try:  # RecordError is a ValueError
+    try:  # RecordError and CacheFolderError are ValueErrors
+        compilation_cache.enable(_COMPILATION_CACHE.value)
         recorder = records.Recorder("-m causal_disent.evaluate", _RECORD.value)
         card, output = build_card()
     except (ValueError, CheckpointError) as error:  # bad flags, unusable runs: say why

@@ -30,9 +30,10 @@
 # and whatever parts had ended when a time limit cut the command are in the archive.
 # Unpack it here with `tar -xzf gpu_loop_benchmarks.tar.gz -C results/<folder>`. PYTHON
 # (default python3) needs the package's dependencies: wheels in .whl/ are installed
-# first when present (some GPU images lack jraph, ml-collections and tensorboardX:
-# `.venv/bin/pip download --no-deps -d .whl jraph ml-collections tensorboardX` here,
-# then carry .whl to the machine). Run it from the repository root.
+# first when present (some GPU images lack jraph, ml-collections, tensorboardX and
+# filelock, without which runs compile afresh:
+# `.venv/bin/pip download --no-deps -d .whl jraph ml-collections tensorboardX filelock`
+# here, then carry .whl to the machine). Run it from the repository root.
 set -uo pipefail
 
 : "${OUT:?set OUT to the folder that gets the outputs}"

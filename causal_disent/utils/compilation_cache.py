@@ -14,18 +14,21 @@ folder is named after the machine's architecture and CPU features: machines shar
 home directory (a cluster's nodes) keep apart. The folder is held to MAX_BYTES, the
 least recently used entries evicted; that bound also makes JAX lock the folder around
 each read and write, so concurrent runs share one folder safely. Only programs that
-took at least a second to compile are kept (JAX's default).
+took at least a second to compile are kept (JAX's default). Without the filelock
+package (a --no-deps install) the cache stays off.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import platform
 import tempfile
 from pathlib import Path
 
 import jax
+from absl import logging
 from jax.experimental.compilation_cache import compilation_cache as jax_cache
 
 ENVIRONMENT_VARIABLE = "CAUSAL_DISENT_COMPILATION_CACHE"
@@ -71,6 +74,11 @@ def enable(setting: str | None = None) -> Path | None:
         return Path(jax.config.jax_compilation_cache_dir)
     named = setting or os.environ.get(ENVIRONMENT_VARIABLE)
     if named == OFF:
+        return None
+    if importlib.util.find_spec("filelock") is None:
+        # JAX locks a bounded cache with it, and fails at the first compile without it:
+        # an environment that skipped the package (a --no-deps install) compiles afresh.
+        logging.info("no compilation cache: the filelock package is not installed")
         return None
     folder = Path(named).expanduser() if named else default_folder()
     problem = _unwritable(folder)

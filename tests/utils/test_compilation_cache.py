@@ -104,3 +104,13 @@ def test_a_folder_that_cannot_hold_the_cache(own_jax_settings, tmp_path, monkeyp
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     assert compilation_cache.enable() is None
     assert jax.config.jax_compilation_cache_dir is None
+
+
+def test_without_filelock_the_run_compiles_afresh(own_jax_settings, tmp_path, monkeypatch):
+    """JAX needs filelock for a bounded cache and would fail at the first compile."""
+    real_find_spec = compilation_cache.importlib.util.find_spec
+    monkeypatch.setattr(compilation_cache.importlib.util, "find_spec",
+                        lambda name, *args: None if name == "filelock"
+                        else real_find_spec(name, *args))
+    assert compilation_cache.enable(str(tmp_path / "cache")) is None
+    assert jax.config.jax_compilation_cache_dir is None

@@ -1,4 +1,5 @@
-"""JAX's persistent cache of compiled programs, for `causal_disent.main`.
+"""JAX's persistent cache of compiled programs, for `causal_disent.main` and
+`causal_disent.evaluate`.
 
 Compiling is most of a short run and part of every restart: a rerun, a resume after a
 preemption or a time limit, the next seed of the same model. With the cache a program
@@ -9,9 +10,10 @@ the same to the byte, since the cache holds the compiled executable itself).
 Where: `--compilation_cache=FOLDER`, else $CAUSAL_DISENT_COMPILATION_CACHE, else
 ~/.cache/causal_disent/compiled/<machine> ($XDG_CACHE_HOME when set); "off" compiles
 everything afresh. A cache set through JAX's own $JAX_COMPILATION_CACHE_DIR is left as
-it is, unless `--compilation_cache` names another folder or "off". The entries are native code for the machine that compiled them, so the default
-folder is named after the machine's architecture and CPU features: machines sharing a
-home directory (a cluster's nodes) keep apart. The folder is held to MAX_BYTES, the
+it is, unless `--compilation_cache` names another folder or "off". The entries are
+native code for the machine that compiled them, so the default folder is named after
+the machine's architecture and CPU features: machines sharing a home directory (a
+cluster's nodes) keep apart. The folder is held to MAX_BYTES, the
 least recently used entries evicted; that bound also makes JAX lock the folder around
 each read and write, so concurrent runs share one folder safely. Only programs that
 took at least a second to compile are kept (JAX's default). Without the filelock

@@ -1,26 +1,75 @@
 """TensorBoard event files of a run: WORKDIR/tensorboard/<stage>/, written by process 0
-with tensorboardX (no TensorFlow needed). `tensorboard --logdir WORKDIR` shows each
-stage as a run: training rows under `train/`, learning-curve points under `test/`,
-final scores under `results/` and the stage's figures as images.
+with tensorboardX's event records (no TensorFlow needed). `tensorboard --logdir WORKDIR`
+shows each stage as a run: training rows under `train/`, learning-curve points under
+`test/`, final scores under `results/` and the stage's figures as images.
 
-One writer per (workdir, stage) stays open for the process's life, so a run writes
-one event file per stage and attempt. A resumed stage opens its writer with
-`purge_step`: TensorBoard then drops what an earlier attempt logged past the
-checkpoint the run resumed from, as the run logs those steps again.
+One event file per (workdir, stage) stays open for the process's life, so a run writes
+one event file per stage and attempt. A resumed stage opens its file with `purge_step`:
+TensorBoard then drops what an earlier attempt logged past the checkpoint the run
+resumed from, as the run logs those steps again.
+
+Events are written by the calling thread (the loop's metrics-writer thread for
+training rows), one event per row holding all of its scalars. tensorboardX's
+SummaryWriter instead makes one event per scalar and hands each to a logger thread
+through a multiprocessing queue of ten: 100 rows of β-VAE's metrics took 66-93 ms
+of lock-waiting and pickling that way and take 5-7 ms this way (2 CPU cores), Python
+time during which the loop's own thread waits for the interpreter lock between the
+steps it dispatches (benchmarks/metric_writing.py).
 """
 
 from __future__ import annotations
 
+import io
+import math
 import numbers
 import os
+import threading
+import time
 from pathlib import Path
 
 import jax
 import numpy as np
 from PIL import Image
 
-_writers: dict[tuple[Path, str], object] = {}
-_opened = 0  # writers opened by this process
+_files: dict[tuple[Path, str], _EventFile] = {}
+_files_lock = threading.Lock()  # rows are written on the loop's writer thread
+_opened = 0  # event files opened by this process
+
+
+class _EventFile:
+    """One open event file: events written at once, flushed when asked."""
+
+    def __init__(self, directory: Path, purge_step: int | None):
+        # Imported late: only process 0 writes.
+        from tensorboardX.event_file_writer import EventsWriter
+        from tensorboardX.proto import event_pb2, summary_pb2
+
+        global _opened
+        _opened += 1  # event files are named by the second: two in one need a suffix
+        self.event_pb2, self.summary_pb2 = event_pb2, summary_pb2
+        directory.mkdir(parents=True, exist_ok=True)
+        self._writer = EventsWriter(str(directory / "events"),
+                                    filename_suffix=f".{os.getpid()}.{_opened}")
+        if purge_step is not None:
+            # TensorBoard's reader drops earlier events at steps >= a session start's.
+            self._writer.write_event(event_pb2.Event(
+                wall_time=time.time(), step=purge_step, file_version="brain.Event:2"))
+            self._writer.write_event(event_pb2.Event(
+                wall_time=time.time(), step=purge_step,
+                session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
+
+    def write(self, step: int, values: list) -> None:
+        """One event at `step` holding the summary `values` (Summary.Value protos)."""
+        if values:
+            self._writer.write_event(self.event_pb2.Event(
+                wall_time=time.time(), step=int(step),
+                summary=self.summary_pb2.Summary(value=values)))
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 def board_dir(workdir: str | Path, stage: str) -> Path:
@@ -28,26 +77,22 @@ def board_dir(workdir: str | Path, stage: str) -> Path:
 
 
 def open_writer(workdir: str | Path, stage: str, purge_step: int | None = None) -> None:
-    """(Re)opens the stage's writer; with `purge_step`, TensorBoard ignores the events
-    of earlier files at steps >= purge_step. No-op off process 0."""
+    """(Re)opens the stage's event file; with `purge_step`, TensorBoard ignores the
+    events of earlier files at steps >= purge_step. No-op off process 0."""
     if jax.process_index() != 0:
         return
-    close(workdir, stage)
-    from tensorboardX import SummaryWriter  # imported late: only process 0 writes
-
-    global _opened
-    _opened += 1  # event files are named by the second: two writers in one need a suffix
-    _writers[_key(workdir, stage)] = SummaryWriter(
-        str(board_dir(workdir, stage)), purge_step=purge_step, flush_secs=30,
-        filename_suffix=f".{os.getpid()}.{_opened}")
+    with _files_lock:
+        _close(workdir, stage)
+        _files[_key(workdir, stage)] = _EventFile(board_dir(workdir, stage), purge_step)
 
 
-def _writer(workdir: str | Path, stage: str):
+def _file(workdir: str | Path, stage: str) -> _EventFile | None:
     if jax.process_index() != 0:
         return None
-    if _key(workdir, stage) not in _writers:
-        open_writer(workdir, stage)
-    return _writers[_key(workdir, stage)]
+    with _files_lock:
+        if _key(workdir, stage) not in _files:
+            _files[_key(workdir, stage)] = _EventFile(board_dir(workdir, stage), None)
+        return _files[_key(workdir, stage)]
 
 
 def add_scalars(workdir: str | Path, stage: str, step: int, values: dict,
@@ -60,34 +105,57 @@ def add_scalars(workdir: str | Path, stage: str, step: int, values: dict,
 def add_rows(workdir: str | Path, stage: str, rows: list[tuple[int, dict]],
              prefix: str) -> None:
     """`add_scalars` of each (step, values) row, flushed once."""
-    writer = _writer(workdir, stage)
-    if writer is None:
+    events = _file(workdir, stage)
+    if events is None:
         return
+    value = events.summary_pb2.Summary.Value
     for step, values in rows:
-        for name, value in values.items():
-            scalar = _finite_scalar(value)
-            if scalar is not None:
-                writer.add_scalar(f"{prefix}/{name}", scalar, global_step=int(step))
-    writer.flush()
+        scalars = ((name, _finite_scalar(number)) for name, number in values.items())
+        events.write(step, [value(tag=f"{prefix}/{name}", simple_value=scalar)
+                            for name, scalar in scalars if scalar is not None])
+    events.flush()
 
 
 def add_figures(workdir: str | Path, stage: str, step: int, paths) -> None:
     """Logs each PNG in `paths` as the image `figures/<file stem>` at `step`."""
-    writer = _writer(workdir, stage)
-    if writer is None:
+    events = _file(workdir, stage)
+    if events is None:
         return
+    summary = events.summary_pb2.Summary
     for path in paths:
-        with Image.open(path) as image:
-            pixels = np.asarray(image.convert("RGB"))
-        writer.add_image(f"figures/{Path(path).stem}", pixels, global_step=int(step),
-                         dataformats="HWC")
-    writer.flush()
+        width, height, channels, png = _png(path)
+        events.write(step, [summary.Value(
+            tag=f"figures/{Path(path).stem}",
+            image=summary.Image(width=width, height=height, colorspace=channels,
+                                encoded_image_string=png))])
+    events.flush()
 
 
 def close(workdir: str | Path, stage: str) -> None:
-    writer = _writers.pop(_key(workdir, stage), None)
-    if writer is not None:
-        writer.close()
+    with _files_lock:
+        _close(workdir, stage)
+
+
+def _close(workdir: str | Path, stage: str) -> None:
+    events = _files.pop(_key(workdir, stage), None)
+    if events is not None:
+        events.close()
+
+
+# PIL image modes TensorBoard shows as they are, and their channels.
+_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
+
+
+def _png(path) -> tuple[int, int, int, bytes]:
+    """(width, height, channels, PNG bytes) of the image file `path`: its own bytes
+    when it is a PNG of a mode TensorBoard shows, else re-encoded as RGB."""
+    with Image.open(path) as image:
+        width, height = image.size
+        if image.format == "PNG" and image.mode in _CHANNELS:
+            return width, height, _CHANNELS[image.mode], Path(path).read_bytes()
+        encoded = io.BytesIO()
+        image.convert("RGB").save(encoded, format="PNG")
+        return width, height, 3, encoded.getvalue()
 
 
 def _key(workdir: str | Path, stage: str) -> tuple[Path, str]:
@@ -95,6 +163,8 @@ def _key(workdir: str | Path, stage: str) -> tuple[Path, str]:
 
 
 def _finite_scalar(value) -> float | None:
+    if type(value) in (float, int):  # most rows' values (train/loop.py converts them)
+        return float(value) if math.isfinite(value) else None
     if isinstance(value, (bool, str)) or value is None:
         return None
     if isinstance(value, numbers.Number) or (np.ndim(value) == 0 and

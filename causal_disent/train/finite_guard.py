@@ -8,6 +8,7 @@ itself before every save, and raises `NonFiniteTraining` naming the step, the me
 and the last good checkpoint. Nothing non-finite is ever saved.
 """
 
+import math
 from collections.abc import Iterable
 
 import jax
@@ -34,11 +35,17 @@ def first_non_finite(rows: Iterable[tuple[int, dict]]) -> tuple[int, str] | None
     loss named first when it is one of them; None when all are finite."""
     for step, metrics in rows:
         bad = [name for name, value in metrics.items()
-               if not isinstance(value, str) and not np.all(np.isfinite(value))]
+               if not isinstance(value, str) and not _all_finite_values(value)]
         if bad:
             name = "loss" if "loss" in bad else bad[0]
             return step, f"{name} = {_describe(metrics[name])}"
     return None
+
+
+def _all_finite_values(value) -> bool:
+    if isinstance(value, float):  # most metrics: no array to build
+        return math.isfinite(value)
+    return bool(np.all(np.isfinite(value)))
 
 
 def _describe(value) -> str:

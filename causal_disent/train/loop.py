@@ -102,7 +102,8 @@ def fit(
         """The rows on the host, checked: a non-finite one is written (for the
         record) with those before it, then stops the run."""
         calls = jax.device_get(pending)  # one transfer for every pending call
-        rows = [row for step, metrics in calls for row in rows_of_call(step, metrics)]
+        rows = [row for step, metrics in calls
+                for row in rows_of_call(step, _as_python(metrics))]
         rows = _with_learning_rates(rows, learning_rate_fn)
         bad = finite_guard.first_non_finite(rows)
         if bad is not None:
@@ -178,6 +179,15 @@ def fit(
 def _one_row(step: int, metrics: dict) -> list[tuple[int, dict]]:
     """The row of a call of one step from `step`."""
     return [(step + 1, metrics)]
+
+
+def _as_python(metrics: dict) -> dict:
+    """A call's fetched metrics as Python numbers and lists: converted once per array
+    here, each row's values are then cheap to check and write on the writer's thread,
+    which otherwise holds the interpreter lock while this thread waits for it."""
+    return {name: value.tolist() if isinstance(value, np.ndarray)
+            and value.dtype.kind in "biuf" else value
+            for name, value in metrics.items()}
 
 
 def _with_learning_rates(rows: list[tuple[int, dict]], schedule: Callable | None):

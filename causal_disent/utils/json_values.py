@@ -18,6 +18,8 @@ NOT_FINITE_SUFFIX = "_not_finite"
 
 def to_python(value):
     """Arrays -> floats or lists, for JSON."""
+    if type(value) in (float, int, bool, str):  # already plain (not numpy's subclasses)
+        return value
     array = np.asarray(value)
     return array.item() if array.ndim == 0 else array.tolist()
 
@@ -25,7 +27,10 @@ def to_python(value):
 def dumps(record, **kwargs) -> str:
     """`json.dumps` of `record` (dicts, lists, numbers, strings, arrays) with every
     non-finite number made `null` and explained beside it; never writes NaN."""
-    return json.dumps(strict(record), allow_nan=False, **kwargs)
+    try:  # plain finite values (training rows, mostly) are written as they are
+        return json.dumps(record, allow_nan=False, **kwargs)
+    except (TypeError, ValueError):  # arrays, numpy numbers, or a non-finite number
+        return json.dumps(strict(record), allow_nan=False, **kwargs)
 
 
 def strict(value):

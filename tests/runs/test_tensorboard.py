@@ -1,6 +1,8 @@
 """TensorBoard events written without TensorFlow, read back with TensorBoard's own
 event reader."""
 
+import io
+
 import numpy as np
 from PIL import Image
 from tensorboard.backend.event_processing import event_accumulator
@@ -43,3 +45,21 @@ def test_a_resumed_stage_hides_what_the_earlier_attempt_logged_past_its_checkpoi
     events = read_events(tensorboard.board_dir(tmp_path, "ct"))
     assert [(e.step, e.value) for e in events.Scalars("train/loss")] == [
         (1, 11.0), (2, 12.0), (3, 3.0), (4, 4.0)]
+
+
+def test_figures_keep_their_pixels_and_other_formats_are_shown_as_rgb(tmp_path):
+    rng = np.random.default_rng(0)
+    rgba = rng.integers(0, 256, (5, 7, 4), dtype=np.uint8)  # what matplotlib saves
+    Image.fromarray(rgba).save(tmp_path / "drawn.png")
+    rgb = np.full((4, 3, 3), 90, np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "photo.bmp")
+    tensorboard.add_figures(tmp_path, "vae", 5, [tmp_path / "drawn.png", tmp_path / "photo.bmp"])
+    tensorboard.close(tmp_path, "vae")
+
+    events = read_events(tensorboard.board_dir(tmp_path, "vae"))
+    shown = {}
+    for tag in ("figures/drawn", "figures/photo"):
+        (image,) = events.Images(tag)
+        shown[tag] = np.asarray(Image.open(io.BytesIO(image.encoded_image_string)))
+    np.testing.assert_array_equal(shown["figures/drawn"], rgba)
+    np.testing.assert_array_equal(shown["figures/photo"], rgb)

@@ -396,6 +396,15 @@ def test_metric_rows_past_the_resumed_step_and_cut_lines_are_dropped(tmp_path):
     assert writer.path.stat().st_mtime_ns == mtime
 
 
+def test_strict_json_of_plain_values_is_that_of_the_strict_record():
+    # Plain finite records skip the strict pass; anything else takes it, same text.
+    for record in ({"stage": "vae", "step": 3, "loss": 0.25, "kl": [1.0, 2.5], "mode": "action",
+                    "none": None, "pair": (1, 2), "nested": {"x": 1.5}},
+                   {"loss": float("nan")}, {"kl": [1.0, float("inf")]},
+                   {"loss": np.float32(0.1), "kl": np.array([1.0, 2.0])}):
+        assert json_values.dumps(record) == json.dumps(json_values.strict(record), allow_nan=False)
+
+
 def test_strict_json_writes_null_with_the_reason_beside_it():
     record = {"tc": float("nan"), "kl": np.array([1.0, np.inf, -np.inf]), "ok": 2.0,
               "nested": {"x": np.float32("-inf")}, "rows": [{"y": float("nan")}],

@@ -136,6 +136,31 @@ def loop_overhead_gpu_saves(results: Results) -> str:
                   "rest, ms per step"], rows)
 
 
+# benchmarks/metric_writing.py on 2 CPU cores: the library before the writers changed
+# (rows handed over as numpy values, TensorBoard through SummaryWriter), and after.
+METRIC_WRITING_RECORDS = {"9e2e015": "metric_writing_cpu_9e2e015", "now": "metric_writing_cpu"}
+WRITER_SETTINGS = {"none": "nothing written", "jsonl": "metrics.jsonl",
+                   "jsonl+tensorboard": "metrics.jsonl and TensorBoard (the loop's)"}
+
+
+def metric_writing(results: Results) -> str:
+    """What writing the rows costs the emulated loop's thread, before and after."""
+    figures = {label: results.record(name)["figures"]
+               for label, name in METRIC_WRITING_RECORDS.items()}
+
+    def cell(run: dict, setting: str) -> str:
+        over = run["loop_ms_per_call"][setting] - run["device_ms"]
+        return f"{over:.2f}"
+
+    rows = [[title, *(cell(run, setting) for run in figures.values())]
+            for setting, title in WRITER_SETTINGS.items()]
+    rows.append(["100 rows written alone, ms: metrics.jsonl / TensorBoard",
+                 *(f"{run['alone_ms']['jsonl']:.1f} / {run['alone_ms']['tensorboard']:.1f}"
+                   for run in figures.values())])
+    return table(["writers", *(f"{label}: ms a call over the device's {run['device_ms']:g}"
+                               for label, run in figures.items())], rows)
+
+
 # CPU records of the loop benchmark, each column's in the order a later one's case
 # replaces an earlier one's: every case at k = 1 and k = 4; then, at k = 1, CT-VAE stage
 # 2 on its code cache and eight stacked β-VAE seeds, and stage 2 again as the median of
@@ -265,6 +290,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "loop_overhead_gpu_saves": loop_overhead_gpu_saves,
     "loop_overhead_cpu": loop_overhead_cpu,
     "loop_overhead_parts": loop_overhead_parts,
+    "metric_writing": metric_writing,
 }
 
 

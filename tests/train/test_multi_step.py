@@ -87,6 +87,17 @@ def test_sigterm_inside_a_call_saves_its_end_and_stops(tmp_path):
     assert [row["step"] for row in logged_rows(tmp_path)] == list(range(1, 7))
 
 
+def test_a_calls_fetched_metrics_reach_the_rows_as_python_numbers():
+    metrics = {"loss": np.array([0.1, 0.2], np.float32), "count": np.array([1, 2], np.int32),
+               "flag": np.array([True, False]), "mode": "action",
+               "half": np.array([1.0, 2.0], jnp.bfloat16)}
+    converted = loop._as_python(metrics)
+    assert converted["loss"] == [float(np.float32(0.1)), float(np.float32(0.2))]  # exact
+    assert type(converted["loss"][0]) is float and type(converted["count"][0]) is int
+    assert converted["flag"] == [True, False] and converted["mode"] == "action"
+    assert converted["half"] is metrics["half"]  # not a numpy kind: left to the JSON code
+
+
 def test_rows_written_in_the_background_are_on_disk_after_flush_in_order(tmp_path):
     writer = reporting.MetricsWriter(tmp_path)
     for step in range(1, 41):

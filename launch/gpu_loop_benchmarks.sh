@@ -14,8 +14,12 @@
 #   5. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
 #      projected to eight (the target: >= 6x less wall time), k = 10 unrolled, device data;
 #      the runs' log.txt files (lines cut to 160 characters) are kept beside its record
-#   6. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, a loop
-#   7. CT-VAE stage 2 on its code cache (`:small`), 1000 steps, k = 10 as configured
+#   6. part 1 again with XLA:GPU's command buffers also holding loops and conditionals
+#      (XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL: the loop run as a
+#      CUDA graph on the device, its control not on the host), the other way out of
+#      part 1's waits, one that compiles the step once
+#   7. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, a loop
+#   8. CT-VAE stage 2 on its code cache (`:small`), 1000 steps, k = 10 as configured
 #      for accelerators (a loop over `lax.switch` on each step's mode), in the time left
 # The issue's GPU targets (parts 1, 2, 4 and 5) come first: a session lends 15 minutes
 # of device time, CT-VAE's reproduction takes about 400 s of it, and BUDGET=400 should
@@ -123,6 +127,10 @@ for run in "${RUNS}"/*/; do
   fi
 done
 note "seed_stacking_runs logs: $(compgen -G "${PARTS}/seed_stacking_runs_log_*" | wc -l) kept"
+part loop_overhead_s1_command_buffer "$(upto 90)" env \
+  XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL" \
+  "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae --steps=2000 "${K10[@]}" \
+  --unroll_call=off
 part loop_overhead_s8 "$(upto 90)" "${PYTHON}" benchmarks/loop_overhead.py --cases="${S8_CASE}" \
   --steps=1000 "${K10[@]}" --unroll_call=off
 part loop_overhead_ct_cache "$(left)" "${PYTHON}" benchmarks/loop_overhead.py --cases=ct_cache \

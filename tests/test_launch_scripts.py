@@ -159,7 +159,7 @@ def test_the_gpu_zoo_refuses_an_unknown_model_and_a_spent_slice_runs_nothing(tmp
 # whose stacked step takes $STEP_<execution> seconds; its launcher's inline scripts
 # ("-") run on the real python.
 LOOP_FAKE_PYTHON = r"""#!/usr/bin/env bash
-echo "$*" >> "$LOG"
+echo "$*${XLA_FLAGS:+ (XLA_FLAGS:$XLA_FLAGS)}" >> "$LOG"
 if [[ $1 == - ]]; then exec "$REAL_PYTHON" "$@"; fi
 if [[ $1 == benchmarks/seed_stacking.py ]]; then
   for arg in "$@"; do
@@ -201,19 +201,23 @@ def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
     timeline, started, log = run_gpu_loop_benchmarks(tmp_path, budget=560)
     assert started == ["benchmarks/loop_overhead.py"] * 2 + [
         "benchmarks/seed_stacking.py"] * 2 + ["benchmarks/loop_overhead.py"] + [
-        "benchmarks/seed_stacking_runs.py"] + ["benchmarks/loop_overhead.py"] * 2
+        "benchmarks/seed_stacking_runs.py"] + ["benchmarks/loop_overhead.py"] * 3
     assert [line.split(":")[0] for line in timeline] == [
         "machine.txt", "loop_overhead_s1", "loop_overhead_s1_unrolled", "seed_stacking_step_vmap",
         "seed_stacking_step_vmap_matmul", "stacked seeds run as vmap",
         "loop_overhead_s8_unrolled", "seed_stacking_runs", "seed_stacking_runs logs",
-        "loop_overhead_s8", "loop_overhead_ct_cache"]
+        "loop_overhead_s1_command_buffer", "loop_overhead_s8", "loop_overhead_ct_cache"]
     commands = log.read_text().splitlines()
     assert [(command.split("--cases=")[1].split()[0],
              command.split("--unroll_call=")[1].split()[0] if "--unroll_call" in command
              else "as configured")
             for command in commands if command.startswith("benchmarks/loop_overhead.py")] == [
-        ("betavae", "off"), ("betavae", "on"), ("betavae_s8", "on"),
+        ("betavae", "off"), ("betavae", "on"), ("betavae_s8", "on"), ("betavae", "off"),
         ("betavae_s8", "off"), ("ct_cache", "as configured")]
+    # Only the command-buffer part runs with XLA's command buffers holding loops.
+    flagged = [command for command in commands if "enable_command_buffer" in command]
+    assert len(flagged) == 1 and "--record=" in flagged[0] and "s1_command_buffer" in flagged[0]
+    assert flagged[0].endswith("--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL)")
     stacking = next(command for command in commands if "seed_stacking_runs" in command)
     assert f"--record={tmp_path}/parts/seed_stacking_runs_record.json" in stacking
     assert ("--sequential_runs=2 --config.vae.train.steps_per_call=10 "

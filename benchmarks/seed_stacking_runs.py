@@ -13,9 +13,9 @@ sequential run with seed k (train/seed_stacking.py), up to float rounding.
 benchmarks/seed_stacking.py times the compiled step alone; this one answers what a
 user waits for, each run compiling from nothing (`--compilation_cache=off`: with the
 command line's cache, sequential runs after the first read most of their programs
-back, and a stacked run's programs are its own). Workdirs go under --root (a fresh temporary folder by default); rerun
-with the same --root after a time limit cut the benchmark short, and only the runs
-that had not finished run again.
+back, and a stacked run's programs are its own). Workdirs go under --root (a fresh
+temporary folder by default); rerun with the same --root after a time limit cut the
+benchmark short, and only the runs that had not finished run again.
 
 Measured on one H100 (jax 0.11.2, 16 host cores; β-VAE :small, S = 8, vmap):
   8 sequential runs  43.7 36.9 39.3 38.5 41.9 38.7 38.0 40.8 s: 318 s

@@ -46,7 +46,7 @@ set -uo pipefail
 : "${OUT:?set OUT to the folder that gets the outputs}"
 PYTHON="${PYTHON:-python3}"
 PARTS="${PARTS:-/tmp/gpu_loop_benchmarks}"
-RUNS="${RUNS:-/tmp/seed_stacking_runs}"  # the workdirs of part 6
+RUNS="${RUNS:-/tmp/seed_stacking_runs}"  # the workdirs of part 5
 rm -rf "${PARTS}"
 mkdir -p "${OUT}" "${PARTS}"
 if compgen -G ".whl/*.whl" > /dev/null; then

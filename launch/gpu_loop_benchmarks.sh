@@ -19,7 +19,10 @@
 #      CUDA graph on the device, its control not on the host), the other way out of
 #      part 1's waits, one that compiles the step once
 #   7. benchmarks/loop_overhead.py: eight stacked seeds, 1000 steps, a loop
-#   8. CT-VAE stage 2 on its code cache (`:small`), 1000 steps, k = 10 as configured
+#   8. benchmarks/first_state_compilation.py: compiling each stage's first state with
+#      XLA's defaults and at LLVM -O1 (the CPU's choice, train/resume.py): seconds and
+#      whether the bits stay, for β-VAE at one and eight seeds and CT-VAE's two stages
+#   9. CT-VAE stage 2 on its code cache (`:small`), 1000 steps, k = 10 as configured
 #      for accelerators (a loop over `lax.switch` on each step's mode), in the time left
 # The issue's GPU targets (parts 1, 2, 4 and 5) come first: a session lends 15 minutes
 # of device time, CT-VAE's reproduction takes about 400 s of it, and BUDGET=400 should
@@ -133,6 +136,8 @@ part loop_overhead_s1_command_buffer "$(upto 90)" env \
   --unroll_call=off
 part loop_overhead_s8 "$(upto 90)" "${PYTHON}" benchmarks/loop_overhead.py --cases="${S8_CASE}" \
   --steps=1000 "${K10[@]}" --unroll_call=off
+part first_state_compilation "$(upto 150)" "${PYTHON}" benchmarks/first_state_compilation.py \
+  --cases=betavae,betavae_s8,ctvae
 part loop_overhead_ct_cache "$(left)" "${PYTHON}" benchmarks/loop_overhead.py --cases=ct_cache \
   --steps=1000 "${K10[@]}"
 ls -la "${PARTS}" "${OUT}"

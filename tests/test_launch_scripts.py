@@ -201,12 +201,14 @@ def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
     timeline, started, log = run_gpu_loop_benchmarks(tmp_path, budget=560)
     assert started == ["benchmarks/loop_overhead.py"] * 2 + [
         "benchmarks/seed_stacking.py"] * 2 + ["benchmarks/loop_overhead.py"] + [
-        "benchmarks/seed_stacking_runs.py"] + ["benchmarks/loop_overhead.py"] * 3
+        "benchmarks/seed_stacking_runs.py"] + ["benchmarks/loop_overhead.py"] * 2 + [
+        "benchmarks/first_state_compilation.py", "benchmarks/loop_overhead.py"]
     assert [line.split(":")[0] for line in timeline] == [
         "machine.txt", "loop_overhead_s1", "loop_overhead_s1_unrolled", "seed_stacking_step_vmap",
         "seed_stacking_step_vmap_matmul", "stacked seeds run as vmap",
         "loop_overhead_s8_unrolled", "seed_stacking_runs", "seed_stacking_runs logs",
-        "loop_overhead_s1_command_buffer", "loop_overhead_s8", "loop_overhead_ct_cache"]
+        "loop_overhead_s1_command_buffer", "loop_overhead_s8", "first_state_compilation",
+        "loop_overhead_ct_cache"]
     commands = log.read_text().splitlines()
     assert [(command.split("--cases=")[1].split()[0],
              command.split("--unroll_call=")[1].split()[0] if "--unroll_call" in command

@@ -13,6 +13,28 @@ from causal_disent.utils import console
 from causal_disent.utils.sharding import replicated
 
 
+# Compiler options of the program that makes a stage's first state, per platform.
+# It runs once, and XLA:CPU spent most of a small run's setup optimising it: β-VAE's
+# (its initialisers' threefry draws) took 4.0 s to compile at `:tiny` and 6.9 s at
+# `:small` on 2 CPU cores, eight stacked seeds' 23 s, to run in 4-90 ms. At LLVM's
+# -O0 they compile in 0.6-1.3 s and run in 38-420 ms, with the same bits
+# (benchmarks/first_state_compilation.py; every config's `:tiny` fingerprints,
+# benchmarks/tiny_run_fingerprints.py, unchanged). Other platforms keep XLA's
+# defaults until measured there: their compilers may contract floating-point
+# operations differently at another level, changing the first parameters.
+FIRST_STATE_COMPILER_OPTIONS = {"cpu": {"xla_backend_optimization_level": 1}}
+
+
+def fresh_state(create_state: Callable, mesh: Mesh):
+    """`create_state()` jitted with FIRST_STATE_COMPILER_OPTIONS for the platform of
+    `mesh`'s devices, replicated over `mesh`. A process that compiles everything
+    with the least optimisation (JAX_DISABLE_MOST_OPTIMIZATIONS, as the tests do)
+    keeps that for this program too."""
+    options = (None if jax.config.read("jax_disable_most_optimizations")
+               else FIRST_STATE_COMPILER_OPTIONS.get(mesh.devices.flat[0].platform))
+    return jax.jit(create_state, out_shardings=replicated(mesh), compiler_options=options)()
+
+
 def start_or_resume(
     *,
     stage: str,
@@ -24,14 +46,14 @@ def start_or_resume(
 ):
     """Returns (state, first_step, finished_results).
 
-    The state is the latest checkpoint's, or a fresh one from `create_state` (jitted,
-    replicated over `mesh`). `finished_results` is the stage's entry of results.json
-    when the checkpoint is already at `total_steps` and was evaluated, else None.
+    The state is the latest checkpoint's, or a fresh one (`fresh_state`).
+    `finished_results` is the stage's entry of results.json when the checkpoint is
+    already at `total_steps` and was evaluated, else None.
     """
     state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
     if state is None:
         console.say(f"[{stage}] initialising the model (compiling its first state)...")
-        state = jax.jit(create_state, out_shardings=replicated(mesh))()
+        state = fresh_state(create_state, mesh)
         console.say(f"[{stage}] {sum(p.size for p in jax.tree.leaves(state.params)):,} "
                     f"parameters; training {total_steps:,} steps")
         return state, 0, None

@@ -47,6 +47,9 @@ def concept_codes_and_errors(model, params, dataset, indices: np.ndarray, mesh: 
     return concept_scorer(model, mesh, batch_size)(params, dataset, indices)
 
 
+# One scorer per model, mesh and batch size: the learning curve and the test scores
+# share its compiled program (built per call, it compiled twice a run).
+@functools.lru_cache(maxsize=8)
 def concept_scorer(model, mesh: Mesh, batch_size: int):
     """fn(params, dataset, indices) -> scores, compiled once: runs `model` on dataset
     images `indices` in padded batches sharded over `mesh`.

@@ -19,13 +19,15 @@ from causal_disent.objectives.vae_terms import (
 def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
                  batch_size: int, variational: bool = True) -> dict:
     """Scores `model` on dataset images `indices` (`vae_evaluator`'s scores)."""
-    return vae_evaluator(model, mesh, batch_size, variational)(params, dataset, indices)
+    return vae_evaluator(model, mesh, batch_size, variational=variational)(params, dataset, indices)
 
 
 # One scorer per model, mesh and batch size: a run's learning curve and test scores,
-# and each seed of a stacked run, share its compiled program.
+# and each seed of a stacked run, share its compiled program. `variational` is
+# keyword-only because the cache keys a value passed by position apart from the same
+# value passed by name (the curve's scorer and the test scores' compiled twice so).
 @functools.lru_cache(maxsize=8)
-def vae_evaluator(model, mesh: Mesh, batch_size: int, variational: bool = True):
+def vae_evaluator(model, mesh: Mesh, batch_size: int, *, variational: bool = True):
     """fn(params, dataset, indices) -> scores, compiled once: scores `model` on dataset
     images `indices` in padded batches sharded over `mesh`, decoding the posterior
     mean (deterministic, so a function of the parameters).

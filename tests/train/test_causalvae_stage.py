@@ -199,6 +199,21 @@ def test_label_prior_weight_scales_only_the_label_prior_kls(variant, pendulum, s
     np.testing.assert_allclose(terms_5["negative_elbo"], terms["negative_elbo"], rtol=1e-6)
 
 
+def test_the_learning_curve_and_the_test_scores_share_one_compiled_scorer(pendulum, tmp_path):
+    dataset, batch = pendulum
+    model = build("causalvae", dataset.image_shape)
+    params = jax.jit(functools.partial(causalvae_run.create_state, model, dataset.image_shape,
+                                       jax.random.key(0), 1e-3, 1.0))().params
+    mesh, indices = stages.make_data_mesh(), np.array([0, 500, 3000, 7000])
+    causalvae_evaluation.concept_scorer.cache_clear()
+    causalvae_stage.curve_evaluator(model, dataset, indices, batch["labels"], mesh, BATCH,
+                                    tmp_path)
+    scored = causalvae_evaluation.concept_codes_and_errors(model, params, dataset, indices,
+                                                           mesh, BATCH)
+    assert scored["concept_codes"].shape == (4, 4)
+    assert causalvae_evaluation.concept_scorer.cache_info().misses == 1  # one compile
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("causalvae")

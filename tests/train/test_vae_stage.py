@@ -89,6 +89,21 @@ def test_tiny_end_to_end_run_writes_results_and_figure(tiny_run):
     assert (workdir / "figures" / "vae_learning_curve.png").exists()
 
 
+def test_the_learning_curve_and_the_test_scores_share_one_compiled_scorer(tmp_path):
+    config = tiny_config()
+    dataset = registry.dataset_from_config(config.data)
+    model = vae_run.build_model(config, dataset)
+    mesh = stages.make_data_mesh()
+    params = jax.jit(vae_run.state_factory(config, model, dataset.image_shape,
+                                           jax.random.key(0)))().params
+    vae_evaluation.vae_evaluator.cache_clear()
+    vae_stage.curve_evaluator(model, dataset, np.arange(4), mesh, config.vae, tmp_path, config)
+    scores = vae_evaluation.evaluate_vae(model, params, dataset, np.arange(4), mesh,
+                                         config.vae.train.eval_batch_size)
+    assert scores["num_images"] == 4
+    assert vae_evaluation.vae_evaluator.cache_info().misses == 1  # one scorer, one compile
+
+
 def test_finished_run_is_skipped_on_rerun(tiny_run, monkeypatch):
     workdir, results = tiny_run
 

@@ -128,7 +128,8 @@ def measure(case: str, options: dict) -> list[dict]:
         default = compiled_and_run(create_state, mesh, None)
         chosen = compiled_and_run(create_state, mesh, options)
         leaves = jax.tree.leaves(default[2].params)
-        rows.append({"case": case, "stage": stage, "parameters": int(sum(np.size(leaf) for leaf in leaves)),
+        rows.append({"case": case, "stage": stage,
+                     "parameters": int(sum(np.size(leaf) for leaf in leaves)),
                      "compile_seconds": [default[0], chosen[0]],
                      "run_ms": [default[1] * 1e3, chosen[1] * 1e3],
                      "bitwise_same": bitwise_equal(default[2], chosen[2])})
@@ -162,15 +163,15 @@ def main() -> None:
         options = resume.FIRST_STATE_COMPILER_OPTIONS.get(device.platform, CANDIDATE_OPTIONS)
     print(f"{platform.processor() or platform.machine()}, {device.platform} "
           f"({device.device_kind}), jax {jax.__version__}; chosen options {options}")
-    print(f"{'case':11s} {'stage':9s} {'parameters':>11s}   compile s: {'default':>7s} {'chosen':>7s}   "
-          f"run ms: {'default':>7s} {'chosen':>7s}   bits")
+    print(f"{'case':11s} {'stage':9s} {'parameters':>11s}   compile s: {'default':>7s} "
+          f"{'chosen':>7s}   run ms: {'default':>7s} {'chosen':>7s}   bits")
     rows = []
     for case in cases:
         for row in measure(case, options):
             rows.append(row)
             (c0, c1), (r0, r1) = row["compile_seconds"], row["run_ms"]
-            print(f"{case:11s} {row['stage']:9s} {row['parameters']:11,d}   {'':11s}{c0:7.2f} {c1:7.2f}   "
-                  f"{'':8s}{r0:7.1f} {r1:7.1f}   "
+            print(f"{case:11s} {row['stage']:9s} {row['parameters']:11,d}   {'':11s}"
+                  f"{c0:7.2f} {c1:7.2f}   {'':8s}{r0:7.1f} {r1:7.1f}   "
                   f"{'same' if row['bitwise_same'] else 'DIFFERENT'}", flush=True)
     figures = {"device": device.device_kind, "platform": device.platform,
                "options": options, "first_states": rows}

@@ -161,6 +161,26 @@ def metric_writing(results: Results) -> str:
                                for label, run in figures.items())], rows)
 
 
+FIRST_STATE_CASES = {"betavae": "β-VAE", "betavae_s8": "β-VAE, 8 stacked seeds",
+                     "factorvae": "FactorVAE", "laddervae": "LadderVAE",
+                     "ctvae": "CT-VAE", "causalvae": "CausalVAE (Pendulum)"}
+
+
+def first_state_compilation(results: Results) -> str:
+    """Compiling each stage's first state with XLA's defaults and with the options
+    the run uses (benchmarks/first_state_compilation.py, 2 CPU cores)."""
+    record = results.record("first_state_compilation_cpu")
+    options = ", ".join(f"{name} = {value}" for name, value in record["figures"]["options"].items())
+    rows = [[FIRST_STATE_CASES.get(row["case"], row["case"]), row["stage"],
+             f"{row['parameters']:,}",
+             " → ".join(f"{seconds:.1f}" for seconds in row["compile_seconds"]),
+             " → ".join(f"{ms:.0f}" for ms in row["run_ms"]),
+             "same" if row["bitwise_same"] else "**different**"]
+            for row in record["figures"]["first_states"]]
+    return table(["config `:small`", "stage", "parameters", f"compile s: default → {options}",
+                  "run ms", "bits"], rows)
+
+
 # CPU records of the loop benchmark, each column's in the order a later one's case
 # replaces an earlier one's: every case at k = 1 and k = 4; then, at k = 1, CT-VAE stage
 # 2 on its code cache and eight stacked β-VAE seeds, and stage 2 again as the median of
@@ -291,6 +311,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "loop_overhead_cpu": loop_overhead_cpu,
     "loop_overhead_parts": loop_overhead_parts,
     "metric_writing": metric_writing,
+    "first_state_compilation": first_state_compilation,
 }
 
 

@@ -14,14 +14,14 @@ from causal_disent.utils.sharding import replicated
 
 
 # Compiler options of the program that makes a stage's first state, per platform.
-# It runs once, and XLA:CPU spent most of a small run's setup optimising it: β-VAE's
-# (its initialisers' threefry draws) took 4.0 s to compile at `:tiny` and 6.9 s at
-# `:small` on 2 CPU cores, eight stacked seeds' 23 s, to run in 4-90 ms. At LLVM's
-# -O0 they compile in 0.6-1.3 s and run in 38-420 ms, with the same bits
-# (benchmarks/first_state_compilation.py; every config's `:tiny` fingerprints,
-# benchmarks/tiny_run_fingerprints.py, unchanged). Other platforms keep XLA's
-# defaults until measured there: their compilers may contract floating-point
-# operations differently at another level, changing the first parameters.
+# It runs once, and XLA:CPU's default optimisation of its random draws was most of a
+# short run's setup: 5.9 s for β-VAE at `:small` on 2 CPU cores, 14.4 s for CausalVAE,
+# to run in 5-46 ms. At LLVM's -O1 they compile in 1.4-2.3 s and run in 6-53 ms, with
+# the same bits (benchmarks/first_state_compilation.py; every config's `:tiny`
+# fingerprints, benchmarks/tiny_run_fingerprints.py, unchanged). -O0 compiled faster
+# still but moved CT-VAE's truncated-normal initial weights by an ulp in about 4 % of
+# their values. Other platforms keep XLA's defaults until measured there
+# (launch/gpu_loop_benchmarks.sh), since the bits may move there too.
 FIRST_STATE_COMPILER_OPTIONS = {"cpu": {"xla_backend_optimization_level": 1}}
 
 
@@ -30,8 +30,9 @@ def fresh_state(create_state: Callable, mesh: Mesh):
     `mesh`'s devices, replicated over `mesh`. A process that compiles everything
     with the least optimisation (JAX_DISABLE_MOST_OPTIMIZATIONS, as the tests do)
     keeps that for this program too."""
-    options = (None if jax.config.read("jax_disable_most_optimizations")
-               else FIRST_STATE_COMPILER_OPTIONS.get(mesh.devices.flat[0].platform))
+    options = FIRST_STATE_COMPILER_OPTIONS.get(mesh.devices.flat[0].platform)
+    if options and jax.config.read("jax_disable_most_optimizations"):
+        options = None
     return jax.jit(create_state, out_shardings=replicated(mesh), compiler_options=options)()
 
 

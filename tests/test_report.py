@@ -113,6 +113,17 @@ def test_the_seeds_table_takes_every_seed_record_and_refuses_a_misnamed_one(tmp_
         tables.render("causalvae_seeds", tables.Results(tmp_path))
 
 
+def test_the_fingerprint_comparison_names_a_config_whose_parameters_moved(tmp_path):
+    for commit in ("7e9599a", "89efba4"):
+        shutil.copy(REPO_ROOT / "results" / f"tiny_run_fingerprints_{commit}.json", tmp_path)
+    after = tmp_path / "tiny_run_fingerprints_89efba4.json"
+    record = json.loads(after.read_text())
+    record["figures"]["configs"]["ivae_dsprites_synth"]["params"]["vae"] = "4:0000000000000000"
+    after.write_text(json.dumps(record))
+    row = tables.render("first_state_fingerprints", tables.Results(tmp_path)).splitlines()[2]
+    assert row == "| 32 | 26 | 26 | 25 | ivae_dsprites_synth |"
+
+
 def test_the_records_hold_command_commit_machine_date_and_figures():
     found = records.read_all(REPO_ROOT / "results")  # raises on a record lacking one
     assert len(found) >= 10

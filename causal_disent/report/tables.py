@@ -312,6 +312,9 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "loop_overhead_parts": loop_overhead_parts,
     "metric_writing": metric_writing,
     "first_state_compilation": first_state_compilation,
+    # The first state compiled at -O1 on CPUs (0274336) and the shared scorers (3e4d8bf).
+    "first_state_fingerprints": lambda results: vae_tables.fingerprints_compared(
+        results, "7e9599a", "89efba4"),
 }
 
 

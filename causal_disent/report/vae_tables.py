@@ -263,6 +263,23 @@ def _hash_chain(hashes: list[str]) -> str:
     return " → ".join(cells)
 
 
+def fingerprints_compared(results: Results, before: str, after: str) -> str:
+    """How many configs' `:tiny` runs kept their results hash and every stage's
+    parameter hash between the fingerprint records of commits `before` and `after`."""
+    first, second = (results.record(f"tiny_run_fingerprints_{commit}")["figures"]["configs"]
+                     for commit in (before, after))
+    configs = sorted(set(first) | set(second))
+    ran = [name for name in configs if name in first and name in second
+           and "failed" not in first[name] and "failed" not in second[name]]
+    same_results = [name for name in ran if first[name]["results"] == second[name]["results"]]
+    same_params = [name for name in ran if first[name]["params"] == second[name]["params"]]
+    moved = sorted(set(ran) - set(same_results) | set(ran) - set(same_params))
+    return table(["configs `:tiny`", "ran at both", "results hash the same",
+                  "every stage's parameters the same", "moved"],
+                 [[str(len(configs)), str(len(ran)), str(len(same_results)),
+                   str(len(same_params)), ", ".join(moved) or "none"]])
+
+
 def tiny_run_fingerprints(results: Results) -> str:
     """Each config's `:tiny` results and final parameters, hashed at each commit."""
     prints = [results.record(f"tiny_run_fingerprints_{commit}")["figures"]["configs"]

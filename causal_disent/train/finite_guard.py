@@ -57,14 +57,17 @@ def _describe(value) -> str:
 
 @jax.jit
 def _all_finite(tree) -> jax.Array:
-    leaves = [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)
+    # One reduction over the leaves joined end to end (concatenate widens mixed float
+    # types, so no value turns infinite on the way): a reduction per leaf took XLA:CPU
+    # 1.4 s to compile for β-VAE's 73 arrays, this 0.3 s, for 5 ms more per check.
+    leaves = [leaf.ravel() for leaf in jax.tree.leaves(tree)
               if jnp.issubdtype(leaf.dtype, jnp.inexact)]
-    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+    return jnp.all(jnp.isfinite(jnp.concatenate(leaves))) if leaves else jnp.array(True)
 
 
 def state_is_finite(state) -> bool:
     """Whether every floating-point array of `state`'s parameters and optimiser
-    state (and batch statistics, if any) is finite; one fused reduction on the
+    state (and batch statistics, if any) is finite; one reduction on the
     device. Other fields may be legitimately infinite (CausalVAE's augmented
     Lagrangian starts from H_prev = +inf), so a state with `params` is checked on
     those fields only; any other pytree, whole."""

@@ -19,7 +19,8 @@ from causal_disent.objectives.vae_terms import (
 def evaluate_vae(model, params, dataset, indices: np.ndarray, mesh: Mesh,
                  batch_size: int, variational: bool = True) -> dict:
     """Scores `model` on dataset images `indices` (`vae_evaluator`'s scores)."""
-    return vae_evaluator(model, mesh, batch_size, variational=variational)(params, dataset, indices)
+    evaluate = vae_evaluator(model, mesh, batch_size, variational=variational)
+    return evaluate(params, dataset, indices)
 
 
 # One scorer per model, mesh and batch size: a run's learning curve and test scores,

@@ -41,12 +41,15 @@ training data, the step-0 curve point), training (compilation, steps, curve poin
 saves), evaluation, figures and exit, so that a GPU run says where its fixed costs
 lie; then finer, from the log's own lines (`setup_and_seed_seconds`): the model's
 first state, the device table's images and placing, the step-0 curve point, and
-each seed's test scores and figures. The last line is JSON with every figure.
+each seed's test scores and figures. Run with JAX_LOG_COMPILES=1 in the environment
+(the GPU launcher does), each run's log also says how much of each part was XLA
+compiling (`compile_seconds`). The last line is JSON with every figure.
 """
 
 import argparse
 import datetime
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -117,21 +120,53 @@ def phase_seconds(run_dir: Path) -> dict[str, float]:
     if not timing_file.is_file():
         return {}
     timing = json.loads(timing_file.read_text())
-    lines = log_lines(run_dir)
-    if "started_at" not in timing or not lines:
+    ends = phase_ends(log_lines(run_dir))
+    if "started_at" not in timing or ends is None:
         return {}
     seconds, previous = {}, timing["started_at"]
+    for phase, ended in ends:
+        seconds[phase], previous = ended - previous, ended
+    seconds["exit"] = timing["started_at"] + timing["seconds"] - previous
+    return seconds
+
+
+def phase_ends(lines: list[tuple[float, str]]) -> list[tuple[str, float]] | None:
+    """(phase, when it ended) for each of PHASES, from a run's `log_lines`; None
+    without lines or when a marker is missing."""
+    if not lines:
+        return None
+    ends, previous = [], lines[0][0]
     for phase, marker, last in PHASES:
         if marker is None:
             ended = lines[0][0]
         else:
             times = [when for when, message in lines if marker in message and when >= previous]
             if not times:
-                return {}
+                return None
             ended = times[-1] if last else times[0]
-        seconds[phase], previous = ended - previous, ended
-    seconds["exit"] = timing["started_at"] + timing["seconds"] - previous
-    return seconds
+        ends.append((phase, ended))
+        previous = ended
+    return ends
+
+
+# The line JAX logs after compiling a program when JAX_LOG_COMPILES=1.
+_COMPILED = re.compile(r"Finished XLA compilation of .* in ([0-9.]+(?:e-?[0-9]+)?) sec")
+
+
+def compile_seconds(run_dir: Path) -> dict[str, float]:
+    """Seconds XLA spent compiling within each of PHASES and "exit", each program
+    counted in the part where its compilation ended, from the lines JAX logs with
+    JAX_LOG_COMPILES=1 (launch/gpu_loop_benchmarks.sh sets it); {} without them."""
+    lines = log_lines(run_dir)
+    ends = phase_ends(lines)
+    compiled = [(when, float(match.group(1))) for when, message in lines
+                if (match := _COMPILED.search(message))]
+    if ends is None or not compiled:
+        return {}
+    totals = dict.fromkeys([phase for phase, _ in ends] + ["exit"], 0.0)
+    for when, seconds in compiled:
+        totals[next((phase for phase, ended in ends if when <= ended), "exit")] += seconds
+    return totals
 
 
 def log_lines(run_dir: Path) -> list[tuple[float, str]]:
@@ -264,6 +299,12 @@ def main() -> None:
     print("their parts (s; per seed in brackets):")
     for name in names:
         print(f"  {name}: {format_details(details[name])}")
+    compiling = {name: compile_seconds(root / name) for name in names}
+    if any(compiling.values()):
+        print("XLA compiling within each of those (s; runs with JAX_LOG_COMPILES=1):")
+        for name, seconds in compiling.items():
+            if seconds:
+                print(f"  {name}: " + " ".join(f"{value:.1f}" for value in seconds.values()))
     print("test NLL per seed, sequential / stacked:")
     for k, b in enumerate(stacked_nll):
         a = f"{sequential_nll[k]:.2f}" if k < timed else "–"
@@ -273,7 +314,8 @@ def main() -> None:
                "sequential_projected": timed < args.seeds,
                "stacked_s": stacked, "speedup": sequential_total / stacked,
                "sequential_test_nll": sequential_nll, "stacked_test_nll": stacked_nll,
-               "phase_seconds": phases, "part_seconds": details}
+               "phase_seconds": phases, "part_seconds": details,
+               "compile_seconds": compiling}
     print(json.dumps(figures))
     records.write_or_exit(recorder, figures)
 

@@ -12,8 +12,9 @@
 #      the faster one runs the stacked seeds of the parts after it
 #   4. benchmarks/loop_overhead.py, unrolled, for eight stacked seeds, 1000 steps
 #   5. benchmarks/seed_stacking_runs.py: eight stacked seeds against two sequential runs,
-#      projected to eight (the target: >= 6x less wall time), k = 10 unrolled, device data;
-#      the runs' log.txt files (lines cut to 160 characters) are kept beside its record
+#      projected to eight (the target: >= 6x less wall time), k = 10 unrolled, device data,
+#      JAX_LOG_COMPILES=1 (each part's compile seconds); the runs' log.txt files (lines
+#      cut to 160 characters) are kept beside its record
 #   6. part 1 again with XLA:GPU's command buffers also holding loops and conditionals
 #      (XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL: the loop run as a
 #      CUDA graph on the device, its control not on the host), the other way out of
@@ -117,7 +118,8 @@ S8_CASE=betavae_s8
 
 part loop_overhead_s8_unrolled "$(upto 150)" "${PYTHON}" benchmarks/loop_overhead.py \
   --cases="${S8_CASE}" --steps=1000 "${K10[@]}" --unroll_call=on
-part seed_stacking_runs $(( $(left) - 10 )) "${PYTHON}" benchmarks/seed_stacking_runs.py \
+part seed_stacking_runs $(( $(left) - 10 )) env JAX_LOG_COMPILES=1 \
+  "${PYTHON}" benchmarks/seed_stacking_runs.py \
   --root="${RUNS}" --sequential_runs=2 \
   --config.vae.train.steps_per_call=10 --config.vae.train.device_data=on \
   --config.vae.train.unroll_call=on --config.seed_execution="${EXECUTION}"

@@ -159,7 +159,7 @@ def test_the_gpu_zoo_refuses_an_unknown_model_and_a_spent_slice_runs_nothing(tmp
 # whose stacked step takes $STEP_<execution> seconds; its launcher's inline scripts
 # ("-") run on the real python.
 LOOP_FAKE_PYTHON = r"""#!/usr/bin/env bash
-echo "$*${XLA_FLAGS:+ (XLA_FLAGS:$XLA_FLAGS)}" >> "$LOG"
+echo "$*${XLA_FLAGS:+ (XLA_FLAGS:$XLA_FLAGS)}${JAX_LOG_COMPILES:+ (JAX_LOG_COMPILES)}" >> "$LOG"
 if [[ $1 == - ]]; then exec "$REAL_PYTHON" "$@"; fi
 if [[ $1 == benchmarks/seed_stacking.py ]]; then
   for arg in "$@"; do
@@ -222,6 +222,8 @@ def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
     assert flagged[0].endswith("--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL)")
     stacking = next(command for command in commands if "seed_stacking_runs" in command)
     assert f"--record={tmp_path}/parts/seed_stacking_runs_record.json" in stacking
+    # Only the whole runs log their compilations (each part's compile seconds).
+    assert [command for command in commands if "(JAX_LOG_COMPILES)" in command] == [stacking]
     assert ("--sequential_runs=2 --config.vae.train.steps_per_call=10 "
             "--config.vae.train.device_data=on --config.vae.train.unroll_call=on "
             "--config.seed_execution=vmap") in stacking

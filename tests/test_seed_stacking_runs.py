@@ -116,6 +116,29 @@ def test_a_stacked_runs_setup_and_seeds_are_split_at_its_own_lines(tmp_path):
     assert stacking_runs.setup_and_seed_seconds(tmp_path / "no_run") == {}
 
 
+def test_each_parts_compiling_is_summed_from_the_lines_jax_logs(tmp_path):
+    compiled = "WARNING dispatch: Finished XLA compilation of jit({}) in {} sec"
+    (tmp_path / "log.txt").write_text("\n".join([
+        "2026-11-27 19:31:58,500 INFO console: workdir /tmp/w2; 1 gpu device on 1 host",
+        "2026-11-27 19:32:05,000 " + compiled.format("create_state", "1.5"),
+        "2026-11-27 19:32:24,500 INFO console: [vae] compiling the 10-step call...",
+        "2026-11-27 19:32:30,000 " + compiled.format("call", "5.25"),
+        "2026-11-27 19:33:21,500 INFO console: [vae] ## 100/100 (100%) | 2.93 steps/s",
+        "2026-11-27 19:33:30,000 " + compiled.format("<lambda>", "0.5"),
+        "2026-11-27 19:33:31,000 " + compiled.format("outputs", "2.5e-01"),
+        "2026-11-27 19:33:50,500 INFO image_stages: [vae] results: {}",
+        "2026-11-27 19:33:52,000 " + compiled.format("decoded_pixels", "0.75"),
+        "2026-11-27 19:33:57,500 INFO console: ",
+        "summary",
+        "2026-11-27 19:33:58,000 " + compiled.format("late", "0.125"),
+    ]))
+    assert stacking_runs.compile_seconds(tmp_path) == {
+        "imports": 0.0, "setup": 1.5, "training": 5.25, "evaluation": 0.75, "figures": 0.75,
+        "exit": 0.125}
+    (tmp_path / "log.txt").write_text("2026-11-27 19:31:58,500 INFO console: workdir /tmp/w2")
+    assert stacking_runs.compile_seconds(tmp_path) == {}  # markers missing
+
+
 def test_the_parts_are_read_from_the_messages_a_run_logs(tmp_path, caplog):
     """The markers above against the messages the library logs: the device table's
     images (image_stages) and its placing (runner)."""

@@ -18,7 +18,7 @@ line is JSON with every figure.
 
 Measured on 2 idle CPU cores (2026-11-28; the table in docs/running.md): -O1 took
 the compile from 2.5-14.4 s to 1.4-2.3 s per stage, every state bitwise the same;
--O0 (tried with --compiler_options) moved CT-VAE's states by an ulp.
+-O0 (tried with --compiler_options) moved CT-VAE's states by a few ulps.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from causal_disent.utils.sharding import replicated
 # to run in 5-46 ms. At LLVM's -O1 they compile in 1.4-2.3 s and run in 6-53 ms, with
 # the same bits (benchmarks/first_state_compilation.py; every config's `:tiny`
 # fingerprints, benchmarks/tiny_run_fingerprints.py, unchanged). -O0 compiled faster
-# still but moved CT-VAE's truncated-normal initial weights by an ulp in about 4 % of
+# still but moved CT-VAE's truncated-normal initial weights by a few ulps in about 4 % of
 # their values. Other platforms keep XLA's defaults until measured there
 # (launch/gpu_loop_benchmarks.sh), since the bits may move there too.
 FIRST_STATE_COMPILER_OPTIONS = {"cpu": {"xla_backend_optimization_level": 1}}

@@ -15,7 +15,7 @@ from causal_disent.utils.sharding import make_data_mesh, replicated
 
 class Initialisers(nn.Module):
     """The initialisers the library's models draw from (models/): LeCun normal (a
-    truncated normal, whose float maths moved by an ulp in about 4 % of the values at
+    truncated normal, whose float maths moved by a few ulps in about 4 % of the values at
     LLVM's -O0), Glorot uniform, normal and uniform parameters."""
 
     @nn.compact

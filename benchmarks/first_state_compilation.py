@@ -60,12 +60,7 @@ def configured(case: str):
     """The case's config, every stage cut to STEPS steps and 64 test images."""
     path, overrides = CASES[case]
     config = cli.load_config_file(str(REPO / path), lock=False)
-    for dotted, value in overrides.items():
-        *parents, name = dotted.split(".")
-        target = config
-        for part in parents:
-            target = target[part]
-        target[name] = value
+    config.update_from_flattened_dict(overrides)
     for section in config.values():
         train = section.get("train") if hasattr(section, "get") else None
         if train is None or "num_steps" not in train:

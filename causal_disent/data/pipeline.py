@@ -31,15 +31,20 @@ class EpochShuffledBatches:
         self._cached_epoch = -1
         self._cached_permutation = None
 
-    def global_batch_indices(self, step: int) -> np.ndarray:
-        """[global_batch_size] flat dataset indices of `step` (drop-remainder epochs)."""
-        epoch, position = divmod(step, self.steps_per_epoch)
+    def epoch_permutation(self, epoch: int) -> np.ndarray:
+        """The order of `indices`' positions in `epoch`: a function of (seed, epoch,
+        length) only."""
         if epoch != self._cached_epoch:
             rng = np.random.default_rng([self.seed, epoch])
             self._cached_permutation = rng.permutation(len(self.indices))
             self._cached_epoch = epoch
+        return self._cached_permutation
+
+    def global_batch_indices(self, step: int) -> np.ndarray:
+        """[global_batch_size] flat dataset indices of `step` (drop-remainder epochs)."""
+        epoch, position = divmod(step, self.steps_per_epoch)
         start = position * self.global_batch_size
-        return self.indices[self._cached_permutation[start : start + self.global_batch_size]]
+        return self.indices[self.epoch_permutation(epoch)[start : start + self.global_batch_size]]
 
     def local_batch_indices(
         self, step: int, process_index: int = 0, process_count: int = 1

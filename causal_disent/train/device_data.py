@@ -127,9 +127,56 @@ def place(table: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
             for name, value in table.items()}
 
 
-def row_batcher(batcher: pipeline.EpochShuffledBatches) -> pipeline.EpochShuffledBatches:
-    """`batcher`'s order over table rows: the table holds `batcher.indices` in order,
-    and an epoch's permutation depends only on (seed, epoch, length), so row r of a
-    batch here is image `batcher.indices[r]` of the same batch there."""
-    return pipeline.EpochShuffledBatches(np.arange(len(batcher.indices)),
-                                         batcher.global_batch_size, batcher.seed)
+class DrawnRows:
+    """The rows of a table that holds only the images `batchers` draw in steps
+    [first_step, total_steps), and each step's batch as rows of that table.
+
+    The batchers (one, or one per stacked seed) share their `indices`; an epoch's
+    permutation depends only on (seed, epoch, length), so the positions in
+    `indices` that a step draws are known without the images. A run shorter than
+    an epoch draws a fraction of the split (β-VAE :small: 2000 steps of 64 images,
+    128 000 of 663 552), and the table then holds just those: a fifth of the
+    rendering, copying and device memory (a run with a whole epoch keeps every
+    image). `positions`: the drawn positions in `indices`, ascending; the table's
+    row r is image `indices[positions[r]]`."""
+
+    def __init__(self, batchers: list[pipeline.EpochShuffledBatches], first_step: int,
+                 total_steps: int):
+        size = len(batchers[0].indices)
+        drawn = np.zeros(size, bool)
+        # Each batcher's order over positions: its permutations, not its images.
+        self._orders = [pipeline.EpochShuffledBatches(np.arange(size),
+                                                      batcher.global_batch_size, batcher.seed)
+                        for batcher in batchers]
+        for order in self._orders:
+            drawn |= _drawn_positions(order, first_step, total_steps)
+        self.positions = np.flatnonzero(drawn)
+        self._row_of_position = (np.cumsum(drawn) - 1).astype(np.int32)
+
+    def global_rows(self, order: int, step: int) -> np.ndarray:
+        """The table rows of `step`'s global batch for batcher `order`."""
+        return self._row_of_position[self._orders[order].global_batch_indices(step)]
+
+    def local_rows(self, order: int, step: int, process_index: int,
+                   process_count: int) -> np.ndarray:
+        """This host's contiguous slice of them (EpochShuffledBatches.local_batch_indices)."""
+        return self._row_of_position[
+            self._orders[order].local_batch_indices(step, process_index, process_count)]
+
+
+def _drawn_positions(order: pipeline.EpochShuffledBatches, first_step: int,
+                     total_steps: int) -> np.ndarray:
+    """[len(order.indices)] bool: the positions `order` (over positions) draws in steps
+    [first_step, total_steps); all of them once the steps hold a whole epoch."""
+    drawn = np.zeros(len(order.indices), bool)
+    per_epoch = order.steps_per_epoch
+    for epoch in range(first_step // per_epoch, -(-total_steps // per_epoch)):
+        start = max(first_step, epoch * per_epoch)
+        end = min(total_steps, (epoch + 1) * per_epoch)
+        if end - start == per_epoch:  # a whole epoch: the others could add at most
+            drawn[:] = True           # the few its remainder dropped
+            return drawn
+        batch, offset = order.global_batch_size, epoch * per_epoch
+        drawn[order.epoch_permutation(epoch)[(start - offset) * batch:
+                                             (end - offset) * batch]] = True
+    return drawn

@@ -14,6 +14,7 @@ from absl import logging
 from causal_disent.data import pipeline, registry, splits
 from causal_disent.evaluation import reconstruction
 from causal_disent.train import device_data, runner
+from causal_disent.utils import console
 
 # Test images in the reconstruction figure.
 FIGURE_IMAGES = 8
@@ -55,7 +56,8 @@ def image_device_data(stage: str, dataset, batchers: list[pipeline.EpochShuffled
                       first_step: int, total_steps: int, train_config,
                       per_image: dict | None = None,
                       stacked: bool = False) -> device_data.DeviceData | None:
-    """The training images as a device table, with `per_image` values beside them
+    """The training images that steps [first_step, total_steps) draw
+    (device_data.DrawnRows) as a device table, with `per_image` values beside them
     (name -> function of flat indices, e.g. "auxiliary" or "labels"), and batches of
     row indices in the order of `batchers` (one, or one per stacked seed: `stacked`
     gives [S_local, batch] rows as seed_stacked_image_batches gives images); None
@@ -63,12 +65,17 @@ def image_device_data(stage: str, dataset, batchers: list[pipeline.EpochShuffled
     if first_step >= total_steps:  # nothing left to train
         return None
     per_image = per_image or {}
-    indices = batchers[0].indices
+    rows = device_data.DrawnRows(batchers, first_step, total_steps)
+    indices = batchers[0].indices[rows.positions]  # the images the run draws
     image_bytes = len(indices) * int(np.prod(dataset.image_shape))
     value_bytes = sum(len(indices) * np.asarray(values(indices[:1])).nbytes
                       for values in per_image.values())
     if not device_data.wanted(stage, train_config, image_bytes + value_bytes):
         return None
+    if len(indices) < len(batchers[0].indices):
+        console.say(f"[{stage}] the table holds the {len(indices):,} of "
+                    f"{len(batchers[0].indices):,} training images that steps "
+                    f"{first_step}-{total_steps} draw")
     started = time.perf_counter()
     table = {"image": pipeline.all_images(dataset, indices)}
     for name, values in per_image.items():
@@ -76,15 +83,13 @@ def image_device_data(stage: str, dataset, batchers: list[pipeline.EpochShuffled
     # In log.txt only: with the placement's line it splits a run's setup time.
     logging.info("[%s] %d training images read or rendered in %.1f s", stage, len(indices),
                  time.perf_counter() - started)
-    rows = [device_data.row_batcher(batcher) for batcher in batchers]
     count, index = jax.process_count(), jax.process_index()
-    local = rows[index * len(rows) // count:(index + 1) * len(rows) // count]  # its seeds
+    local = range(index * len(batchers) // count, (index + 1) * len(batchers) // count)
 
     def batch(step: int) -> dict:
         if not stacked:
-            return {"row": rows[0].local_batch_indices(step, index, count).astype(np.int32)}
-        return {"row": np.stack([batcher.global_batch_indices(step) for batcher in local]
-                                ).astype(np.int32)}
+            return {"row": rows.local_rows(0, step, index, count)}
+        return {"row": np.stack([rows.global_rows(seed, step) for seed in local])}
 
     def gather(table: dict, batch: dict) -> dict:
         return {name: values[batch["row"]] for name, values in table.items()}

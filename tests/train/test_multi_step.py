@@ -262,6 +262,7 @@ def test_device_image_batches_equal_the_host_pipelines(name):
     for step in steps:
         np.testing.assert_array_equal(data.gather(data.table, device[step])["image"],
                                       host[step]["image"])
+    assert len(data.table["image"]) == len(indices)  # 20 steps hold a whole epoch of 18
 
 
 def test_device_batches_of_stacked_seeds_and_auxiliary_values_equal_the_host_pipelines():
@@ -273,11 +274,17 @@ def test_device_batches_of_stacked_seeds_and_auxiliary_values_equal_the_host_pip
                                           {"auxiliary": auxiliary}, stacked=True)
     host = pipeline.seed_stacked_image_batches(dataset, batchers, 30, 40, prefetch=0,
                                                auxiliary=auxiliary)
+    drawn = set()
     for device_batch, host_batch in zip(data.batches, host):
         gathered = data.gather(data.table, device_batch)
         assert gathered["image"].shape == host_batch["image"].shape == (3, 8, 64, 64, 1)
         for key in ("image", "auxiliary"):
             np.testing.assert_array_equal(gathered[key], host_batch[key])
+        drawn |= set(host_batch["auxiliary"].ravel().tolist())
+    # Steps 30-40 of epochs of 37 steps hold no whole epoch: the table keeps only the
+    # images they draw (the auxiliary value names each), in ascending order.
+    kept = data.table["auxiliary"].ravel().tolist()
+    assert kept == sorted(drawn) and len(kept) < len(indices)
 
 
 def test_device_labelled_batches_equal_the_host_pipelines():

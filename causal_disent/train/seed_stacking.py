@@ -83,6 +83,23 @@ def resolve_execution(execution: str, platform: str) -> str:
     return execution
 
 
+def unrolled_copies_note(num_seeds: int, execution: str, steps_per_call: int,
+                         steps_unrolled: bool) -> str | None:
+    """A console line for a call that unrolls both the seeds and its k steps, None
+    otherwise. Such a call holds S × k copies of the step, and XLA's compile time
+    grows faster than the copies: β-VAE :small on 2 CPU cores compiled one step in
+    4.7 s, eight seeds in 23 s, ten steps in 13 s and eight seeds × ten steps in
+    198 s (JAX_LOG_COMPILES; both are unrolled on a CPU by "auto"), where k > 1
+    gains next to nothing (benchmarks/loop_overhead.py)."""
+    if execution != "unroll" or not steps_unrolled or steps_per_call == 1 or num_seeds == 1:
+        return None
+    return (f"note: each call holds {num_seeds * steps_per_call} copies of the step "
+            f"({num_seeds} seeds × {steps_per_call} steps, both unrolled); compiling it "
+            f"can take minutes (8 × 10 at β-VAE :small: 198 s on 2 CPU cores, 23 s at "
+            f"steps_per_call = 1). On a CPU, steps_per_call = 1 trains as fast and "
+            f"starts sooner")
+
+
 def stacked_step(step_fn: Callable, execution: str = "vmap") -> Callable:
     """(stacked state, batch [S, B, ...], rngs [S]) -> (stacked state, metrics): the
     stage's `step_fn(state, batch, rng)` on each seed, by `execution` (EXECUTIONS but

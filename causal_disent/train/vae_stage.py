@@ -45,7 +45,7 @@ from causal_disent.runs.results import (
     read_results,
     update_results,
 )
-from causal_disent.train import image_stages, runner, seed_stacking
+from causal_disent.train import image_stages, multi_step, runner, seed_stacking
 from causal_disent.train.state import train_step
 from causal_disent.utils import console, figure_workers, threads
 from causal_disent.utils.sharding import check_batch_divisible
@@ -241,13 +241,18 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
         [jax.random.split(jax.random.key(seed)) for seed in seeds], axis=1)
     batchers = [pipeline.EpochShuffledBatches(split["train"], cfg.optim.batch_size, seed)
                 for seed in seeds]
-    execution = seed_stacking.resolve_execution(config.get("seed_execution", "auto"),
-                                                mesh.devices.flat[0].platform)
+    platform = mesh.devices.flat[0].platform
+    execution = seed_stacking.resolve_execution(config.get("seed_execution", "auto"), platform)
 
     def create_for_rng(init_rng):
         return vae_run.state_factory(config, model, dataset.image_shape, init_rng)()
 
     def plan(first_step: int) -> runner.Plan:
+        note = seed_stacking.unrolled_copies_note(
+            len(seeds), execution, cfg.train.get("steps_per_call", 1),
+            multi_step.unrolled(cfg.train.get("unroll_call", "auto"), platform))
+        if note is not None and first_step < cfg.train.num_steps:  # it will compile
+            console.say(f"[{STAGE}] {note}")
         return runner.Plan(runner.Training(
             steps={cfg.objective.name: seed_stacking.stacked_step(step_fn, execution)},
             batches=pipeline.seed_stacked_image_batches(

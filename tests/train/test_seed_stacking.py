@@ -80,18 +80,32 @@ def test_each_stacked_model_is_its_seed_trained_alone(stacked_and_single_runs, m
         assert (seed_dir / "figures" / "vae_reconstructions.png").exists()
 
 
-@pytest.mark.parametrize("execution", ["vmap", "vmap_matmul"])
-def test_vmapped_seeds_are_the_unrolled_ones(stacked_and_single_runs, tmp_path, execution):
-    """The runs above unroll the seeds (the CPU's "auto"); vmapping them trains the
-    same models, with convolutions or with their matmul form."""
+@pytest.mark.parametrize("execution, gpu_loop", [("vmap", True), ("vmap_matmul", False)])
+def test_vmapped_seeds_are_the_unrolled_ones(stacked_and_single_runs, tmp_path, execution,
+                                             gpu_loop):
+    """The runs above unroll the seeds (the CPU's "auto") and run one step a call on
+    host batches; vmapping the seeds trains the same models, with convolutions or
+    with their matmul form, the former as a GPU's "auto" runs them: two steps a call
+    as a loop, their batches gathered from the device table."""
     config = stacked_config()
     config.seed_execution = execution
+    if gpu_loop:
+        config.vae.train.update(steps_per_call=2, unroll_call="off", device_data="on")
     stages.run(config, tmp_path)
     unrolled_dir, _, _ = stacked_and_single_runs[betavae_dsprites_synth.__name__]
     for seed in (3, 4):
         jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
                      trained_params(seeds_format.seed_workdir(tmp_path, seed)),
                      trained_params(seeds_format.seed_workdir(unrolled_dir, seed)))
+
+
+def test_the_copies_note_is_for_seeds_and_steps_both_unrolled():
+    note = seed_stacking.unrolled_copies_note
+    assert "80 copies" in note(8, "unroll", 10, steps_unrolled=True)
+    assert note(8, "vmap", 10, steps_unrolled=True) is None  # one copy per step
+    assert note(8, "unroll", 10, steps_unrolled=False) is None  # a loop: one copy per seed
+    assert note(8, "unroll", 1, steps_unrolled=True) is None
+    assert note(1, "unroll", 10, steps_unrolled=True) is None
 
 
 def test_unknown_seed_execution_is_refused(tmp_path):

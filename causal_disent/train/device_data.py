@@ -173,8 +173,8 @@ def _drawn_positions(order: pipeline.EpochShuffledBatches, first_step: int,
     for epoch in range(first_step // per_epoch, -(-total_steps // per_epoch)):
         start = max(first_step, epoch * per_epoch)
         end = min(total_steps, (epoch + 1) * per_epoch)
-        if end - start == per_epoch:  # a whole epoch: the others could add at most
-            drawn[:] = True           # the few its remainder dropped
+        if end - start == per_epoch:  # a whole epoch draws all but its remainder:
+            drawn[:] = True           # every image, rather than a table of them all but a few
             return drawn
         batch, offset = order.global_batch_size, epoch * per_epoch
         drawn[order.epoch_permutation(epoch)[(start - offset) * batch:

@@ -53,9 +53,10 @@ def save_traversal_figure(model, params, images: np.ndarray, spread_images: np.n
     `spread_images` [m, H, W, ch]). `model` has encode(images) -> (mean, ·) and
     decode(latents) -> logits. Returns the path written."""
     host_params = jax.device_get(params)
-    spread = np.asarray(model_calls.encoded_means(
-        model, host_params, images_to_unit_range(spread_images))).std(axis=0)
-    means = np.asarray(model_calls.encoded_means(model, host_params, images_to_unit_range(images)))
+    # One encoder call for both sets: one compiled shape instead of two.
+    encoded = np.asarray(model_calls.encoded_means(
+        model, host_params, images_to_unit_range(np.concatenate([images, spread_images]))))
+    means, spread = encoded[:len(images)], encoded[len(images):].std(axis=0)
     shown = decoded_latents(model)
     latents = traversal_latents(means, spread)[:, :shown]  # [n, shown, K, d]
     count, _, steps, width = latents.shape

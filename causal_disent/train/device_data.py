@@ -67,13 +67,19 @@ def check_config(config) -> None:
 MAX_SHARE_OF_FREE_MEMORY = 0.5
 
 
-def wanted(stage: str, train_config, table_bytes: int, platform: str | None = None) -> bool:
-    """Whether `stage` keeps its table of `table_bytes` on the devices, by the train
-    section's `device_data` and `device_data_max_gb`, the devices' `platform`
-    (default: JAX's) and their free memory; says why when it does not fit."""
+def enabled(train_config, platform: str | None = None) -> bool:
+    """Whether the train section's `device_data` asks for a table on devices of
+    `platform` (default: JAX's), whatever its size: known before the table is."""
     setting = train_config.get("device_data", "off")
     platform = platform or jax.devices()[0].platform
-    if setting == "off" or (setting == "auto" and platform == "cpu"):
+    return not (setting == "off" or (setting == "auto" and platform == "cpu"))
+
+
+def wanted(stage: str, train_config, table_bytes: int, platform: str | None = None) -> bool:
+    """Whether `stage` keeps its table of `table_bytes` on the devices, by the train
+    section's `device_data` (`enabled`) and `device_data_max_gb`, the devices'
+    `platform` (default: JAX's) and their free memory; says why when it does not fit."""
+    if not enabled(train_config, platform):
         return False
     limit = train_config.get("device_data_max_gb", 0.0) * 1e9
     if table_bytes > limit:

@@ -62,7 +62,8 @@ def image_device_data(stage: str, dataset, batchers: list[pipeline.EpochShuffled
     row indices in the order of `batchers` (one, or one per stacked seed: `stacked`
     gives [S_local, batch] rows as seed_stacked_image_batches gives images); None
     when the config or the table's size says the host pipeline."""
-    if first_step >= total_steps:  # nothing left to train
+    # Nothing left to train, or the host pipeline whatever the size: no table to plan.
+    if first_step >= total_steps or not device_data.enabled(train_config):
         return None
     per_image = per_image or {}
     rows = device_data.DrawnRows(batchers, first_step, total_steps)

@@ -149,7 +149,8 @@ def main() -> None:
                  f"causal_disent/main.py); give a checkout, e.g. from `git worktree add`")
     recorder = records.script_recorder(args.record)
     names = ([Path(name).stem for name in args.configs.split(",")] if args.configs
-             else sorted(path.stem for path in (tree / "configs").glob("*.py")))
+             else sorted(path.stem for path in (tree / "configs").glob("*.py")
+                         if not path.stem.startswith("_")))  # "_": shared parts
     missing = [name for name in names if not (tree / "configs" / f"{name}.py").is_file()]
     if missing:
         sys.exit(f"error: {tree}/configs has no {', '.join(missing)}; name configs/*.py files")

@@ -33,6 +33,7 @@ CONFIG_FLAG = "config"
 LIBRARY_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 _OVERRIDE = re.compile(rf"^--{CONFIG_FLAG}\.([\w.]+)=")
 _ERROR_LINE = re.compile(r"^\s*(?:\w+\.)*\w*(?:Error|Exception): (.+)$")
+_NO_GET_CONFIG = "has no attribute 'get_config'"
 
 
 def parse_flags_or_exit(argv: Sequence[str]) -> list[str]:
@@ -100,7 +101,8 @@ def explain(error: Exception, argv: Sequence[str]) -> str:
             if match and (problem := unknown_field(config, match.group(1))):
                 return problem
     text = str(error)
-    if "Error whilst parsing config file" in text or "Failed loading config" in text:
+    if ("Error whilst parsing config file" in text or "Failed loading config" in text
+            or _NO_GET_CONFIG in text):
         return _config_file_problem(text)
     return _last_message(text)
 
@@ -167,6 +169,10 @@ def _config_file_problem(text: str) -> str:
         return (f"the config file builds on the library's configs/ (`from configs import "
                 f"...`), which this installation lacks ({LIBRARY_CONFIGS} does not exist): "
                 f"install from a clone of the repository with pip install -e .")
+    if _NO_GET_CONFIG in text:
+        return (f"the config file defines no get_config(); pass an experiment's config, "
+                f"--{CONFIG_FLAG}=configs/<name>.py[:variant] (configs/ files whose names "
+                f"start with \"_\" are parts the configs share)")
     return f"the config file failed to load: {_last_message(text)}"
 
 

@@ -57,6 +57,8 @@ true counterfactuals' row per concept) to W/figures/causalvae_interventions.png.
 
 import ml_collections
 
+from configs import _loop_settings
+
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config = base_config("pendulum")
@@ -156,24 +158,9 @@ def base_config(dataset_name: str) -> ml_collections.ConfigDict:
     train.num_steps = 0  # when > 0, overrides num_epochs
     train.log_every_steps = 100
     train.checkpoint_every_steps = 2000
-    train.max_checkpoints_to_keep = 3
-    # A periodic save also waits for this many seconds since the last one (0 = none):
-    # on a GPU the steps of an interval sized for a CPU can pass in under a second,
-    # and each save stalls the loop.
-    train.min_seconds_between_checkpoints = 30.0
-    train.prefetch_batches = 2
-    # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
-    # dispatch; logs, checkpoints and curve points then fall on multiples of k.
-    train.steps_per_call = 1
-    # Those k steps unrolled or a loop: "auto" unrolls on CPUs only (train/multi_step.py).
-    train.unroll_call = "auto"
-    # Training images and labels on the devices, the host sending row indices
-    # (train/device_data.py): "auto" = on GPUs and TPUs when they fit in
-    # device_data_max_gb per device and in half of each device's free memory (then
-    # train.cache_images is not needed).
-    train.device_data = "auto"
-    train.device_data_max_gb = 16.0
-    # Render the training images once and keep them in memory (~200 MB for Pendulum).
+    _loop_settings.add_loop_settings(train)
+    # Render the training images once and keep them in memory (~200 MB for Pendulum);
+    # not needed when they are on the devices (train.device_data).
     train.cache_images = True
     train.num_eval_images = 0  # test images scored at the end (0 = all)
     train.eval_batch_size = 128

@@ -37,6 +37,8 @@ different optimisers on different batches.
 
 import ml_collections
 
+from configs import _loop_settings
+
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
@@ -77,22 +79,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     train.num_steps = 0
     train.log_every_steps = 100
     train.checkpoint_every_steps = 2000
-    train.max_checkpoints_to_keep = 3
-    # A periodic save also waits for this many seconds since the last one (0 = none):
-    # on a GPU the steps of an interval sized for a CPU can pass in under a second,
-    # and each save stalls the loop.
-    train.min_seconds_between_checkpoints = 30.0
-    train.prefetch_batches = 2
-    # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
-    # dispatch; logs, checkpoints and curve points then fall on multiples of k.
-    train.steps_per_call = 1
-    # Those k steps unrolled or a loop: "auto" unrolls on CPUs only (train/multi_step.py).
-    train.unroll_call = "auto"
-    # Training data on the devices, the host sending row indices (train/device_data.py):
-    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device and in
-    # half of each device's free memory.
-    train.device_data = "auto"
-    train.device_data_max_gb = 16.0
+    _loop_settings.add_loop_settings(train)
     # Test images evaluated at the end (0 = the whole test split).
     train.num_eval_images = 0
     train.eval_batch_size = 256
@@ -160,22 +147,7 @@ def _add_ct_stage(config: ml_collections.ConfigDict) -> None:
     train.num_steps = 0
     train.log_every_steps = 100
     train.checkpoint_every_steps = 5000
-    train.max_checkpoints_to_keep = 3
-    # A periodic save also waits for this many seconds since the last one (0 = none):
-    # on a GPU the steps of an interval sized for a CPU can pass in under a second,
-    # and each save stalls the loop.
-    train.min_seconds_between_checkpoints = 30.0
-    train.prefetch_batches = 2
-    # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
-    # dispatch; logs, checkpoints and curve points then fall on multiples of k.
-    train.steps_per_call = 1
-    # Those k steps unrolled or a loop: "auto" unrolls on CPUs only (train/multi_step.py).
-    train.unroll_call = "auto"
-    # Training data on the devices, the host sending row indices (train/device_data.py):
-    # "auto" = on GPUs and TPUs when it fits in device_data_max_gb per device and in
-    # half of each device's free memory.
-    train.device_data = "auto"
-    train.device_data_max_gb = 16.0
+    _loop_settings.add_loop_settings(train)
     train.num_eval_pairs = 2000
     train.eval_batch_size = 64
     # The headline accuracy takes every action's mask and graph at their most likely

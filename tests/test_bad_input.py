@@ -25,6 +25,8 @@ MAIN = "causal_disent.main"
 CASES = [
     ("missing config file", MAIN, ["--config=configs/nope.py", "--workdir={w}"],
      r"config file configs/nope.py does not exist; pass --config=configs/<name>.py"),
+    ("shared part as a config", MAIN, ["--config=configs/_loop_settings.py", "--workdir={w}"],
+     r"the config file defines no get_config\(\); pass an experiment's config"),
     ("unknown variant", MAIN, ["--config=configs/ctvae_shapes3d.py:huge", "--workdir={w}"],
      r"unknown config variant 'huge'; known: small, tiny"),
     ("misspelt field", MAIN, [CT, "--workdir={w}", "--config.mcqvae.optim.learnin_rate=1"],

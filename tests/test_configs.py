@@ -11,7 +11,8 @@ from causal_disent.runs import vae as vae_run
 from causal_disent.train import stages
 from tests.helpers import REPO_ROOT
 
-CONFIG_FILES = sorted(p.stem for p in (REPO_ROOT / "configs").glob("*.py") if p.stem != "__init__")
+CONFIG_FILES = sorted(p.stem for p in (REPO_ROOT / "configs").glob("*.py")
+                      if not p.stem.startswith("_"))  # "_": shared parts, not configs
 VARIANTS = [None, "small", "tiny"]
 
 

@@ -72,3 +72,44 @@ def figure_drawn_with_pid(pid_file: str):
     Path(pid_file).write_text(str(os.getpid()))
     return figures.draw_heat_maps([[figures.HeatMap(np.eye(3), title="m", xlabel="i")]],
                                   title="pid", colorbar_label="score")
+
+
+def check_tiny_vae_run(workdir, results: dict, objective: dict, row_keys) -> list[dict]:
+    """The checks every VAE-family `:tiny` run (4 steps, 3 latents) passes: its results
+    name `objective`, their test scores are finite, and the 4 training rows hold
+    finite `row_keys`. Returns the rows, for the family's own checks."""
+    import numpy as np
+
+    from causal_disent.runs import metrics_log
+
+    assert results["objective"] == objective
+    assert results["steps"] == 4 and len(results["test_kl_per_latent"]) == 3
+    for key in ("test_bce", "test_mse", "test_kl"):
+        assert np.isfinite(results[key]), key
+    rows = metrics_log.read_rows(workdir, validation=False)  # training rows
+    assert [row["step"] for row in rows] == [1, 2, 3, 4]
+    for row in rows:
+        for key in row_keys:
+            assert np.isfinite(row[key]), key
+    return rows
+
+
+def check_card_encodes_the_encoder_mean(workdir, param_groups: set) -> None:
+    """The metric card of a trained VAE-family run scores the encoder mean of
+    q(z | x), computed from the images alone, with the model's parameters (of
+    `param_groups`) as the run saved them."""
+    import numpy as np
+
+    from causal_disent.evaluation import trained_runs
+    from causal_disent.runs import vae as vae_run
+    from causal_disent.train import stages
+
+    run = trained_runs.open_run(workdir, stages.make_data_mesh(), batch_size=8)
+    assert run.family == "vae" and list(run.representations) == ["encoder_mean"]
+    images = run.dataset.images(np.arange(3))
+    model, params = vae_run.load_trained(run.config, workdir, stages.make_data_mesh(),
+                                         run.dataset)
+    assert set(params) == param_groups
+    mean, _ = model.apply({"params": params}, images / 255.0, method=model.encode)
+    np.testing.assert_allclose(run.representations["encoder_mean"](images), mean,
+                               rtol=1e-5, atol=1e-6)

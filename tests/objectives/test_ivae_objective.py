@@ -18,10 +18,10 @@ import pytest
 from causal_disent.data import registry
 from causal_disent.objectives import ivae as ivae_objectives
 from causal_disent.objectives import vae as vae_objectives
-from causal_disent.runs import metrics_log
 from causal_disent.runs import vae as vae_run
 from causal_disent.train import stages, vae_stage
 from configs import betavae_dsprites_synth, ivae_dsprites_synth
+from tests.helpers import check_card_encodes_the_encoder_mean, check_tiny_vae_run
 from tests.objectives.test_vae_objectives import (
     BATCH,
     LOG_VARIANCE,
@@ -250,29 +250,11 @@ def tiny_ivae_run(tmp_path_factory):
 
 
 def test_tiny_ivae_run_end_to_end_and_its_metric_card(tiny_ivae_run):
-    from causal_disent.evaluation import trained_runs
-
     workdir, results = tiny_ivae_run
-    saved = results["vae"]
-    assert saved["objective"] == {"name": "ivae", "beta": 1.0}
-    assert saved["steps"] == 4 and len(saved["test_kl_per_latent"]) == 3
-    for key in ("test_bce", "test_mse", "test_kl"):
-        assert np.isfinite(saved[key]), key
-    rows = metrics_log.read_rows(workdir, validation=False)  # training rows
-    assert [row["step"] for row in rows] == [1, 2, 3, 4]
-    for row in rows:
-        for key in ("loss", "reconstruction", "kl", "elbo"):
-            assert np.isfinite(row[key]), key
+    check_tiny_vae_run(workdir, results["vae"], {"name": "ivae", "beta": 1.0},
+                       ("loss", "reconstruction", "kl", "elbo"))
     # The card encodes images alone: the encoder mean of q(z | x), no u needed.
-    run = trained_runs.open_run(workdir, stages.make_data_mesh(), batch_size=8)
-    assert run.family == "vae" and list(run.representations) == ["encoder_mean"]
-    images = run.dataset.images(np.arange(3))
-    model, params = vae_run.load_trained(run.config, workdir, stages.make_data_mesh(),
-                                         run.dataset)
-    assert set(params) == {"encoder", "decoder", "conditional_prior"}
-    mean, _ = model.apply({"params": params}, images / 255.0, method=model.encode)
-    np.testing.assert_allclose(run.representations["encoder_mean"](images), mean,
-                               rtol=1e-5, atol=1e-6)
+    check_card_encodes_the_encoder_mean(workdir, {"encoder", "decoder", "conditional_prior"})
 
 
 # --- the identifiability benchmark's core, at a tiny size ----------------------------

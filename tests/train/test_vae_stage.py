@@ -26,6 +26,7 @@ from configs import (
     betavae_shapes3d_synth,
     factorvae_dsprites_synth,
 )
+from tests.helpers import check_card_encodes_the_encoder_mean, check_tiny_vae_run
 
 
 def tiny_config():
@@ -206,14 +207,8 @@ def test_annealed_vae_step_reads_the_step_from_the_state(step, capacity):
 
 def test_tiny_beta_tc_vae_run_end_to_end(tmp_path):
     results = stages.run(betatcvae_dsprites_synth.get_config("tiny"), tmp_path)["vae"]
-    assert results["objective"] == {"name": "beta_tc_vae", "beta": 6.0}
-    for key in ("test_bce", "test_mse", "test_kl"):
-        assert np.isfinite(results[key]), key
-    rows = metrics_log.read_rows(tmp_path, validation=False)  # training rows
-    assert [row["step"] for row in rows] == [1, 2, 3, 4]
-    for row in rows:
-        for key in ("loss", "mi", "tc", "dimension_wise_kl"):
-            assert np.isfinite(row[key]), key
+    check_tiny_vae_run(tmp_path, results, {"name": "beta_tc_vae", "beta": 6.0},
+                       ("loss", "mi", "tc", "dimension_wise_kl"))
 
 
 def factor_state_and_batch(config):
@@ -267,28 +262,11 @@ def tiny_factor_run(tmp_path_factory):
 
 
 def test_tiny_factor_vae_run_end_to_end_and_its_metric_card(tiny_factor_run):
-    from causal_disent.evaluation import trained_runs
-
     workdir, results = tiny_factor_run
-    saved = results["vae"]
-    assert saved["objective"] == {"name": "factor_vae", "gamma": 30.0}
-    assert saved["steps"] == 4 and len(saved["test_kl_per_latent"]) == 3
-    for key in ("test_bce", "test_mse", "test_kl"):
-        assert np.isfinite(saved[key]), key
-    rows = metrics_log.read_rows(workdir, validation=False)  # training rows
-    assert [row["step"] for row in rows] == [1, 2, 3, 4]
-    for row in rows:
-        for key in ("loss", "vae_loss", "tc", "discriminator_loss"):
-            assert np.isfinite(row[key]), key
-    run = trained_runs.open_run(workdir, stages.make_data_mesh(), batch_size=8)
-    assert run.family == "vae" and list(run.representations) == ["encoder_mean"]
-    images = run.dataset.images(np.arange(3))
-    model, params = vae_run.load_trained(run.config, workdir, stages.make_data_mesh(),
-                                         run.dataset)
-    assert set(params) == {"encoder", "decoder"}  # the VAE's, not the discriminator's
-    mean, _ = model.apply({"params": params}, images / 255.0, method=model.encode)
-    np.testing.assert_allclose(run.representations["encoder_mean"](images), mean,
-                               rtol=1e-5, atol=1e-6)
+    check_tiny_vae_run(workdir, results["vae"], {"name": "factor_vae", "gamma": 30.0},
+                       ("loss", "vae_loss", "tc", "discriminator_loss"))
+    # The VAE's parameters, not the discriminator's.
+    check_card_encodes_the_encoder_mean(workdir, {"encoder", "decoder"})
 
 
 def drop_discriminator(config):

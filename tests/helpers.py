@@ -104,11 +104,11 @@ def check_card_encodes_the_encoder_mean(workdir, param_groups: set) -> None:
     from causal_disent.runs import vae as vae_run
     from causal_disent.train import stages
 
-    run = trained_runs.open_run(workdir, stages.make_data_mesh(), batch_size=8)
+    mesh = stages.make_data_mesh()
+    run = trained_runs.open_run(workdir, mesh, batch_size=8)
     assert run.family == "vae" and list(run.representations) == ["encoder_mean"]
     images = run.dataset.images(np.arange(3))
-    model, params = vae_run.load_trained(run.config, workdir, stages.make_data_mesh(),
-                                         run.dataset)
+    model, params = vae_run.load_trained(run.config, workdir, mesh, run.dataset)
     assert set(params) == param_groups
     mean, _ = model.apply({"params": params}, images / 255.0, method=model.encode)
     np.testing.assert_allclose(run.representations["encoder_mean"](images), mean,

@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from causal_disent.evaluation.metrics import METRICS
+from causal_disent.evaluation.metrics.common import scored_factor_indices
 from causal_disent.utils.json_values import to_python
 
 LIBRARIES = ("jax", "flax", "numpy", "scipy", "scikit-learn")
@@ -52,14 +53,23 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
 
     Returns a JSON-ready dict: {"dataset", "representation", "num_samples", "seed",
     "metrics": {name: {"scores", "parameters", "notes", "seconds"}}, "total_seconds",
-    "versions"}; arrays among a metric's outputs are stored as nested lists.
+    "versions"}; arrays among a metric's outputs are stored as nested lists. The
+    dataset's factors are those scored; a nuisance factor (SmallNORB's instance),
+    which varies at random in the images but is not scored, is listed under
+    "unscored_factors".
     """
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) \
             or num_samples < 2:
         raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
+    scored = scored_factor_indices(dataset)
+    described = {"name": dataset.name,
+                 "factor_names": [dataset.factor_names[f] for f in scored],
+                 "factor_sizes": [dataset.factor_sizes[f] for f in scored]}
+    if len(scored) < dataset.num_factors:
+        described["unscored_factors"] = [
+            name for f, name in enumerate(dataset.factor_names) if f not in scored]
     card = {
-        "dataset": {"name": dataset.name, "factor_names": list(dataset.factor_names),
-                    "factor_sizes": list(dataset.factor_sizes)},
+        "dataset": described,
         "representation": {
             "name": getattr(representation, "name", type(representation).__name__),
             "description": getattr(representation, "description", ""),

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from causal_disent.data.base import FactorDataset
+from causal_disent.evaluation.metrics.common import scored_factor_indices
 from causal_disent.utils.sharding import padded_global_batches
 
 # The codes of cached images are kept up to this size (the whole dSprites grid at
@@ -54,11 +55,18 @@ class FactorRepresentation:
 
 
 def identity_representation(dataset: FactorDataset) -> FactorRepresentation:
-    """The ground-truth factor values, one code per factor: each metric's ceiling."""
+    """The ground-truth values of the scored factors (every factor but a nuisance one,
+    `metrics.common.scored_factor_indices`), one code each: each metric's ceiling."""
+    scored = scored_factor_indices(dataset)
+
+    def codes_of_factors(factors: np.ndarray) -> np.ndarray:
+        return dataset.factor_values_of(factors)[:, scored]
+
     return FactorRepresentation(
         name="identity",
-        description="ground-truth factor values (dataset.factor_values), one code per factor",
-        codes_of_factors=dataset.factor_values_of,
+        description="ground-truth factor values (dataset.factor_values), one code per "
+                    "scored factor",
+        codes_of_factors=codes_of_factors,
     )
 
 
@@ -67,23 +75,26 @@ def random_representation(dataset: FactorDataset, seed: int,
     """A random linear mixture of the standardised factor values: the floor.
 
     codes = standardise(values) @ W with W [F, dim] i.i.d. N(0, 1) from `seed`
-    (dim defaults to F): every code mixes every factor, so the factors stay
-    recoverable (informativeness high) but no code isolates one (disentanglement low).
+    over the F scored factors (dim defaults to F): every code mixes every factor, so
+    the factors stay recoverable (informativeness high) but no code isolates one
+    (disentanglement low).
     """
-    dim = dataset.num_factors if dim is None else int(dim)
+    scored = scored_factor_indices(dataset)
+    dim = len(scored) if dim is None else int(dim)
     if dim < 1:
         raise ValueError(f"random representation needs dim >= 1, got {dim}")
-    mean = np.array([np.mean(v) for v in dataset.factor_values])
-    std = np.array([np.std(v) if np.std(v) > 0 else 1.0 for v in dataset.factor_values])
-    weights = np.random.default_rng(seed).standard_normal((dataset.num_factors, dim))
+    values = [dataset.factor_values[f] for f in scored]
+    mean = np.array([np.mean(v) for v in values])
+    std = np.array([np.std(v) if np.std(v) > 0 else 1.0 for v in values])
+    weights = np.random.default_rng(seed).standard_normal((len(scored), dim))
 
     def codes_of_factors(factors: np.ndarray) -> np.ndarray:
-        return ((dataset.factor_values_of(factors) - mean) / std) @ weights
+        return ((dataset.factor_values_of(factors)[:, scored] - mean) / std) @ weights
 
     return FactorRepresentation(
         name="random",
         description=f"standardised factor values times a fixed N(0, 1) matrix "
-                    f"[{dataset.num_factors}, {dim}] (seed {seed})",
+                    f"[{len(scored)}, {dim}] (seed {seed})",
         codes_of_factors=codes_of_factors,
     )
 

@@ -5,6 +5,8 @@ import pytest
 from sklearn.metrics import mutual_info_score
 
 from causal_disent.data.base import FactorDataset
+from causal_disent.evaluation import representations
+from causal_disent.evaluation.card import metric_card
 from causal_disent.evaluation.metrics import (
     betavae,
     common,
@@ -317,6 +319,46 @@ def test_sampling_metrics_run_on_tiny_dataset():
     assert modular["modularity_score"] > 0.95 and modular["explicitness_score_test"] > 0.9
     codes = unsupervised.unsupervised(dataset, identity_fn, rng, num_train=500)
     assert codes["gaussian_total_correlation"] < 0.05
+
+
+class TinyFactorsWithNuisance(TinyFactors):
+    """TinyFactors whose factor "b" is a nuisance, as SmallNORB's instance."""
+
+    name = "tiny_factors_nuisance"
+    nuisance_factors = (1,)
+
+
+def test_a_nuisance_factor_varies_in_the_images_but_is_never_scored():
+    dataset, rng = TinyFactorsWithNuisance(), np.random.default_rng(0)
+    codes, factors = common.sample_codes_and_factors(dataset, identity_fn, rng, 400)
+    np.testing.assert_array_equal(codes[:, [0, 2]], factors)  # only "a" and "c" returned
+    assert len(np.unique(codes[:, 1])) == SIZES[1]  # while "b" varies in the images
+
+    def scored_codes(images):  # holds the scored factors and nothing of the nuisance
+        return identity_fn(images)[:, [0, 2]]
+
+    # Scored over all three factors these codes would lose a third of MIG and of the
+    # FactorVAE votes (disentanglement_lib scores SmallNORB without its instance).
+    assert mig.mig(dataset, scored_codes, rng, num_train=1000)["discrete_mig"] > 0.95
+    votes = factorvae.factorvae(dataset, scored_codes, rng, num_train=100, num_eval=100,
+                                num_variance_estimate=500, batch_size=16)
+    assert votes["eval_accuracy"] == 1.0 and votes["eval_votes"].shape == (2, 2)
+    features, labels = betavae.betavae_features(dataset, identity_fn, rng, 40, batch_size=8)
+    assert set(labels.tolist()) == {0, 1}
+    np.testing.assert_array_equal(features[np.arange(40), np.array([0, 2])[labels]], 0.0)
+
+
+def test_the_card_and_its_ceiling_leave_a_nuisance_factor_out():
+    dataset = TinyFactorsWithNuisance()
+    card = metric_card(dataset, representations.identity_representation(dataset), ["mig"],
+                       num_samples=500)
+    assert card["dataset"]["factor_names"] == ["a", "c"]
+    assert card["dataset"]["factor_sizes"] == [SIZES[0], SIZES[2]]
+    assert card["dataset"]["unscored_factors"] == ["b"]
+    assert card["metrics"]["mig"]["scores"]["discrete_mig"] > 0.95
+    assert "unscored_factors" not in metric_card(
+        TinyFactors(), representations.identity_representation(TinyFactors()), ["mig"],
+        num_samples=50)["dataset"]
 
 
 def test_bad_inputs_fail_clearly():

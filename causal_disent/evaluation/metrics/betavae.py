@@ -17,6 +17,7 @@ from causal_disent.evaluation.metrics.common import (
     RepresentationFn,
     classifier_seed,
     representations_of,
+    scored_factor_indices,
 )
 
 
@@ -28,9 +29,12 @@ def betavae_features(dataset: FactorDataset, representation_fn: RepresentationFn
     Per point: a factor k uniform; two batches of `batch_size` i.i.d. factor vectors
     where the second copies factor k from the first, row by row (so factor k is
     shared pairwise, not constant across the batch, as disentanglement_lib);
-    feature = mean over the batch of |r(x1) − r(x2)|; label = k.
+    feature = mean over the batch of |r(x1) − r(x2)|; label = k, the position of
+    the factor among the scored ones (`scored_factor_indices`: a nuisance factor is
+    never the shared one).
     """
-    labels = rng.integers(0, dataset.num_factors, size=num_points)
+    scored = scored_factor_indices(dataset)
+    labels = rng.integers(0, len(scored), size=num_points)
     features = []
     points_per_chunk = max(1, IMAGES_PER_CHUNK // (2 * batch_size))
     for start in range(0, num_points, points_per_chunk):
@@ -38,7 +42,7 @@ def betavae_features(dataset: FactorDataset, representation_fn: RepresentationFn
         count = len(chunk) * batch_size
         first = dataset.sample_factors(rng, count)
         second = dataset.sample_factors(rng, count)
-        shared = np.repeat(chunk, batch_size)
+        shared = scored[np.repeat(chunk, batch_size)]
         second[np.arange(count), shared] = first[np.arange(count), shared]
         codes = representations_of(dataset, representation_fn,
                                    np.concatenate([first, second]), batch_size)

@@ -167,12 +167,28 @@ def _check_codes(codes: np.ndarray, count: int) -> None:
         )
 
 
+def scored_factor_indices(dataset: FactorDataset) -> np.ndarray:
+    """The factors a representation is scored on: all but the dataset's
+    `nuisance_factors` (SmallNORB's instance), in order, as an int64 array.
+
+    A nuisance factor still varies, uniformly at random, in the images the metrics
+    draw, but no score asks the codes to hold it: disentanglement_lib's SmallNORB
+    scores category, elevation, azimuth and lighting and draws the instance at
+    random. Without nuisance factors this is every factor, and the scores and their
+    random streams are those of a plain factor grid.
+    """
+    nuisance = set(getattr(dataset, "nuisance_factors", ()))
+    return np.array([f for f in range(dataset.num_factors) if f not in nuisance], np.int64)
+
+
 def sample_codes_and_factors(dataset: FactorDataset, representation_fn: RepresentationFn,
                              rng: np.random.Generator, num_points: int,
                              batch_size: int = DEFAULT_BATCH_SIZE) -> tuple[np.ndarray, np.ndarray]:
-    """num_points i.i.d. uniform factor vectors and their codes: ([n, D], [n, F])."""
+    """num_points i.i.d. uniform factor vectors and their codes: ([n, D], [n, F]),
+    the factors reduced to the scored ones (`scored_factor_indices`)."""
     factors = dataset.sample_factors(rng, num_points)
-    return representations_of(dataset, representation_fn, factors, batch_size), factors
+    codes = representations_of(dataset, representation_fn, factors, batch_size)
+    return codes, factors[:, scored_factor_indices(dataset)]
 
 
 def sample_train_and_test(dataset: FactorDataset, representation_fn: RepresentationFn,

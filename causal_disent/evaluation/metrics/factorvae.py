@@ -12,6 +12,7 @@ from causal_disent.evaluation.metrics.common import (
     CardEntry,
     RepresentationFn,
     representations_of,
+    scored_factor_indices,
     sample_codes_and_factors,
 )
 
@@ -79,15 +80,17 @@ def fixed_factor_batches(dataset: FactorDataset, rng: np.random.Generator, num_p
                          batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     """num_points batches that share one factor value within each batch.
 
-    Returns (fixed factor [P] int64, uniform in 0..F-1; factors [P, B, F]) where
-    factor k of every row of batch p equals that of its first row (the other factors
-    are i.i.d. uniform).
+    Returns (fixed factor [P] int64, uniform over the scored factors and given as
+    its position among them, 0..F'-1 (`scored_factor_indices`); factors [P, B, F],
+    every factor) where the fixed factor of every row of batch p equals that of its
+    first row (the other factors are i.i.d. uniform).
     """
-    fixed = rng.integers(0, dataset.num_factors, size=num_points)
+    scored = scored_factor_indices(dataset)
+    fixed = rng.integers(0, len(scored), size=num_points)
     factors = dataset.sample_factors(rng, num_points * batch_size).reshape(
         num_points, batch_size, dataset.num_factors)
-    points = np.arange(num_points)
-    factors[points, :, fixed] = factors[points, :1, fixed]
+    points, columns = np.arange(num_points), scored[fixed]
+    factors[points, :, columns] = factors[points, :1, columns]
     return fixed, factors
 
 
@@ -103,9 +106,10 @@ def factorvae_votes(dataset: FactorDataset, representation_fn: RepresentationFn,
                     rng: np.random.Generator, num_votes: int, global_variances: np.ndarray,
                     batch_size: int = DEFAULT_BATCH_SIZE,
                     threshold: float | None = None) -> np.ndarray:
-    """[F, D] vote counts: votes[k, d] = batches with factor k fixed voting dimension d."""
+    """[F', D] vote counts: votes[k, d] = batches with scored factor k fixed voting
+    dimension d."""
     threshold = FACTORVAE_STD_THRESHOLD if threshold is None else threshold
-    votes = np.zeros((dataset.num_factors, len(global_variances)), np.int64)
+    votes = np.zeros((len(scored_factor_indices(dataset)), len(global_variances)), np.int64)
     points_per_chunk = max(1, IMAGES_PER_CHUNK // batch_size)
     for start in range(0, num_votes, points_per_chunk):
         count = min(points_per_chunk, num_votes - start)

@@ -99,6 +99,10 @@ def build_card() -> tuple[dict, Path]:
         chosen = choose_representations(run.representations, _REPRESENTATION.value)
         result["family"] = run.family
         scored = {name: representations.CachedCodes(dataset, rep) for name, rep in chosen}
+        no_grid = cards.factor_grid_missing(dataset)
+        if no_grid:  # no metric card, but the run's own scores (below) still apply
+            logging.warning("no metric card: %s", no_grid)
+            result["metrics_skipped"], scored = no_grid, {}
     else:
         dataset_name = _DATASET.value
         if dataset_name is None and workdir is not None:
@@ -107,6 +111,10 @@ def build_card() -> tuple[dict, Path]:
             raise ValueError(f"--model={_MODEL.value} needs --dataset=NAME (one of "
                              f"{', '.join(registry.DATASETS)})")
         dataset = registry.get_dataset(dataset_name, _DATA_DIR.value or None)
+        no_grid = cards.factor_grid_missing(dataset)
+        if no_grid:
+            raise ValueError(f"--model={_MODEL.value} is built from ground-truth factors: "
+                             f"{no_grid}")
         rep = (representations.identity_representation(dataset) if _MODEL.value == "identity"
                else representations.random_representation(dataset, seed=_SEED.value))
         scored = {rep.name: rep}
@@ -143,6 +151,8 @@ def summary(card: dict) -> str:
     from causal_disent.evaluation.card import headline
 
     lines = [f"{card['model']} on {card['dataset']}"]
+    if card.get("metrics_skipped"):
+        lines.append(f"  no metric card: {card['metrics_skipped']}")
     for rep_name, rep_card in card["representations"].items():
         lines.append(f"  representation {rep_name} ({rep_card['total_seconds']:.0f} s):")
         for name, entry in rep_card["metrics"].items():

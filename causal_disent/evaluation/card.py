@@ -47,6 +47,17 @@ def metric_rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode())])
 
 
+def factor_grid_missing(dataset) -> str | None:
+    """Why the metrics cannot score `dataset`, or None when they can: they draw factor
+    vectors from a grid of ground-truth factors, which CelebA (binary attributes)
+    does not have."""
+    if hasattr(dataset, "factor_sizes"):
+        return None
+    return (f"{dataset.name} has binary attributes, not a grid of ground-truth factors, "
+            f"and the disentanglement metrics draw factor vectors from such a grid; "
+            f"score a run on a dataset with factors (e.g. dsprites_synth)")
+
+
 def metric_card(dataset, representation, metric_names: list[str], num_samples: int = 10_000,
                 seed: int = 0, log: Callable[[str], None] | None = None) -> dict:
     """Runs the metrics on `representation` (see `representations`) over `dataset`.
@@ -61,6 +72,8 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) \
             or num_samples < 2:
         raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
+    if factor_grid_missing(dataset):
+        raise ValueError(factor_grid_missing(dataset))
     scored = scored_factor_indices(dataset)
     described = {"name": dataset.name,
                  "factor_names": [dataset.factor_names[f] for f in scored],

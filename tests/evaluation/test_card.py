@@ -186,3 +186,15 @@ def test_printed_headlines_say_n_a_and_why_a_factorvae_score_is_zero():
                          "threshold, and the score is 0 by convention)")
     assert "no active" not in card.headline("factorvae", {"eval_accuracy": 0.5,
                                                           "num_active_dims": 3})
+
+
+def test_a_dataset_without_a_factor_grid_is_refused_with_the_reason():
+    class Attributes:  # as CelebA: binary attributes, no factor grid
+        name = "celeb_a"
+        attribute_names = ("smiling",)
+
+    assert card.factor_grid_missing(registry.get_dataset("pendulum")) is None
+    reason = card.factor_grid_missing(Attributes())
+    assert "celeb_a has binary attributes" in reason
+    with pytest.raises(ValueError, match="binary attributes"):
+        card.metric_card(Attributes(), None, ["mig"])

@@ -139,8 +139,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     step_fn = functools.partial(vae_train_step, loss_fn=loss_fn)
     auxiliary = vae_run.auxiliary_variable(config, dataset)
 
-    def evaluate_trained(params) -> dict:
-        """The test-split scores of the VAE `params`."""
+    def evaluate_trained(params, seed: int = config.seed) -> dict:
+        """The test-split scores of the VAE `params`, trained with `seed`, which also
+        seeds the draws of its consistency scores (so that a stacked seed's scores are
+        those of its run alone)."""
 
         def evaluate(indices):
             results = {"objective": cfg.objective.to_dict(),
@@ -148,7 +150,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                            model, params, dataset, indices, mesh, cfg.train.eval_batch_size,
                            variational=is_variational(cfg.objective.name)),
                        "consistency": consistency_scores.score_test_images(
-                           model, params, dataset, indices, config.seed,
+                           model, params, dataset, indices, seed,
                            cfg.train.eval_batch_size)}
             structure = consistency_scores.xblock_structure(model, params)
             if structure is not None:
@@ -274,7 +276,8 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
                 # Its checkpoint is written while the seeds are evaluated.
                 saving.append(seed_stacking.write_seed_run(
                     single, single_config, STAGE, vae_run.signature(single_config), seed_dir))
-                results = {**evaluate_trained(vae_run.vae_params(config, single.params)),
+                results = {**evaluate_trained(vae_run.vae_params(config, single.params),
+                                              seed),
                            "steps": steps}
                 update_results(seed_dir, STAGE, results)
                 per_seed.append(results)

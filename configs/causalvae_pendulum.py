@@ -171,7 +171,8 @@ def base_config(dataset_name: str) -> ml_collections.ConfigDict:
     # decoder) whose interventions are scored on the same images and values.
     train.compare_workdirs = ()
     # Learning curve (0 = none): every eval_every_steps, MIC / TIC of the concepts and
-    # the test BCE on the first num_curve_images test images, into
+    # the test BCE on the first num_curve_images test images (a uniform sample: the
+    # published test split is held in a seeded random order, data/splits.py), into
     # curves/causalvae.jsonl, metrics.jsonl and TensorBoard.
     train.eval_every_steps = 2000
     train.num_curve_images = 1024

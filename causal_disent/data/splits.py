@@ -43,11 +43,21 @@ def check_split_fractions(fractions: Sequence[float]) -> None:
 
 def dataset_split(dataset, fractions: Sequence[float], seed: int) -> dict[str, np.ndarray]:
     """The dataset's published split when it has one (e.g. Pendulum's train/test),
-    else the seeded image-level split of `split_indices`."""
+    else the seeded image-level split of `split_indices`.
+
+    A published split lists its members in the dataset's order (Pendulum's test
+    images run from the smallest pendulum angle up), so its held-out parts come in
+    a seeded random order here: evaluation on a subset takes a prefix, which must be
+    a uniform sample. Its train part keeps its order (batches are drawn from it by
+    their own seeded permutation), so training is unchanged.
+    """
     predefined = dataset.predefined_split() if hasattr(dataset, "predefined_split") else None
-    if predefined is not None:
-        return {name: np.asarray(indices, np.int64) for name, indices in predefined.items()}
-    return split_indices(dataset.num_images, fractions, seed)
+    if predefined is None:
+        return split_indices(dataset.num_images, fractions, seed)
+    rng = np.random.default_rng(seed)
+    return {name: np.asarray(indices, np.int64) if name == "train"
+            else rng.permutation(np.asarray(indices, np.int64))
+            for name, indices in predefined.items()}
 
 
 def configured_split(dataset, data_config) -> dict[str, np.ndarray]:

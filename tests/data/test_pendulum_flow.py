@@ -10,7 +10,7 @@ import pytest
 
 from causal_disent.data import flow as flow_lib
 from causal_disent.data import pendulum as pendulum_lib
-from causal_disent.data import raster
+from causal_disent.data import raster, splits
 from causal_disent.data.flow import Flow
 from causal_disent.data.pendulum import Pendulum
 
@@ -175,6 +175,20 @@ def test_pendulum_split_is_the_authors_counter(pendulum):
     np.testing.assert_array_equal(np.sort(np.concatenate([train, test])), np.arange(7308))
     np.testing.assert_array_equal(test[:3], [4, 8, 12])
     assert 0 in train
+
+
+def test_a_run_holds_the_published_test_images_in_an_order_whose_prefix_is_uniform(pendulum):
+    published = pendulum.predefined_split()
+    split = splits.dataset_split(pendulum, (0.8, 0.0, 0.2), seed=0)
+    np.testing.assert_array_equal(split["train"], published["train"])  # training unchanged
+    np.testing.assert_array_equal(np.sort(split["test"]), published["test"])
+    np.testing.assert_array_equal(
+        split["test"], splits.dataset_split(pendulum, (0.8, 0.0, 0.2), seed=0)["test"])
+    # The first 512 (a `:small` learning curve's images) span the angles of the whole
+    # test split; the published order's first 512 hold only the smallest quarter.
+    angles = pendulum.labels(published["test"])[:, 0]
+    prefix = pendulum.labels(split["test"][:512])[:, 0]
+    assert np.ptp(prefix) >= 0.9 * np.ptp(angles)
 
 
 def test_pendulum_images_are_deterministic_rgba(pendulum):

@@ -72,8 +72,8 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) \
             or num_samples < 2:
         raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
-    if factor_grid_missing(dataset):
-        raise ValueError(factor_grid_missing(dataset))
+    if reason := factor_grid_missing(dataset):
+        raise ValueError(reason)
     scored = scored_factor_indices(dataset)
     described = {"name": dataset.name,
                  "factor_names": [dataset.factor_names[f] for f in scored],

@@ -39,6 +39,7 @@ from typing import Callable
 
 import numpy as np
 
+from causal_disent.data import transitions
 from causal_disent.data.base import FactorDataset
 
 RepresentationFn = Callable[[np.ndarray], np.ndarray]
@@ -175,10 +176,10 @@ def scored_factor_indices(dataset: FactorDataset) -> np.ndarray:
     draw, but no score asks the codes to hold it: disentanglement_lib's SmallNORB
     scores category, elevation, azimuth and lighting and draws the instance at
     random. Without nuisance factors this is every factor, and the scores and their
-    random streams are those of a plain factor grid.
+    random streams are those of a plain factor grid. The same factors as the actions
+    move (`transitions.action_factor_indices`).
     """
-    nuisance = set(getattr(dataset, "nuisance_factors", ()))
-    return np.array([f for f in range(dataset.num_factors) if f not in nuisance], np.int64)
+    return np.array(transitions.action_factor_indices(dataset), np.int64)
 
 
 def sample_codes_and_factors(dataset: FactorDataset, representation_fn: RepresentationFn,

@@ -7,6 +7,8 @@ The reference sizes (64×64 input) are the authors': three 4×4/2 convolutions
 (64, 128, 256 channels), a 3×3 convolution, six bias-free residual blocks and a
 1×1 projection to D channels; the decoder mirrors it with transposed convolutions.
 Every width is a constructor argument so that small variants can shrink them.
+The activations are theirs too: LeakyReLU(0.01) after every convolution outside
+the residual blocks (the 3×3 ones included), ReLU inside them.
 
 `downsample_stack` and `upsample_stack` are also CausalVAE's encoder and decoder
 convolutions (models/causalvae.py).
@@ -23,7 +25,7 @@ import numpy as np
 
 
 def leaky_relu(x: jax.Array) -> jax.Array:
-    # The authors use LeakyReLU(0.01) everywhere.
+    # The authors' activation everywhere but inside a residual block: LeakyReLU(0.01).
     return nn.leaky_relu(x, negative_slope=0.01)
 
 
@@ -183,7 +185,8 @@ def upsample_stack(
 
 
 class ResidualBlock(nn.Module):
-    """x + Conv1×1(act(Conv3×3(x))), convolutions without bias."""
+    """x + Conv1×1(ReLU(Conv3×3(x))), convolutions without bias (VQ-VAE's block,
+    which the MCQ-VAE authors keep: ReLU here, LeakyReLU elsewhere)."""
 
     hidden: int
 
@@ -191,7 +194,7 @@ class ResidualBlock(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         channels = x.shape[-1]
         h = nn.Conv(self.hidden, (3, 3), use_bias=False, name="conv3x3")(x)
-        h = nn.Conv(channels, (1, 1), use_bias=False, name="conv1x1")(leaky_relu(h))
+        h = nn.Conv(channels, (1, 1), use_bias=False, name="conv1x1")(nn.relu(h))
         return x + h
 
 
@@ -218,7 +221,7 @@ class Encoder(nn.Module):
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
         x = downsample_stack(images, self.downsample_widths, leaky_relu)
-        x = nn.Conv(self.hidden_width, (3, 3), name="conv_in")(x)
+        x = leaky_relu(nn.Conv(self.hidden_width, (3, 3), name="conv_in")(x))
         x = ResidualStack(self.num_res_blocks, self.res_hidden, name="res")(x)
         return leaky_relu(nn.Conv(self.latent_dim, (1, 1), name="to_latent")(x))
 
@@ -234,6 +237,6 @@ class Decoder(nn.Module):
 
     @nn.compact
     def __call__(self, latents: jax.Array) -> jax.Array:
-        x = nn.Conv(self.hidden_width, (3, 3), name="conv_in")(latents)
+        x = leaky_relu(nn.Conv(self.hidden_width, (3, 3), name="conv_in")(latents))
         x = ResidualStack(self.num_res_blocks, self.res_hidden, name="res")(x)
         return jnp.tanh(upsample_stack(x, self.upsample_widths, self.out_channels, leaky_relu))

@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from causal_disent.models.conv import (
+    Decoder,
+    Encoder,
     UpsampleConv,
     convolutions_as_matmuls,
     convolve,
@@ -121,3 +123,58 @@ def test_dilated_or_grouped_convolutions_stay_convolutions():
         hlo = jax.jit(lambda x, k: convolve(x, k, (1, 1), "SAME", feature_group_count=2)
                       ).lower(x, kernel).as_text()
     assert "convolution" in hlo
+
+
+def leaky(x):
+    return np.where(x > 0, x, 0.01 * x)
+
+
+def reference_residual_stack(x, blocks):
+    """The authors' ResidualLayer x + Conv1×1(ReLU(Conv3×3(x))) (no biases) per block,
+    then LeakyReLU."""
+    for block in blocks:
+        hidden = np.maximum(reference_conv(x, block["conv3x3"]["kernel"], (1, 1), ((1, 1), (1, 1))), 0)
+        x = x + reference_conv(hidden, block["conv1x1"]["kernel"], (1, 1), ((0, 0), (0, 0)))
+    return leaky(x)
+
+
+def random_params(module, x, seed):
+    rng = np.random.default_rng(seed)
+    params = module.init(jax.random.key(0), x)["params"]
+    return jax.tree.map(lambda a: rng.normal(scale=0.3, size=a.shape), params)
+
+
+def test_encoder_and_decoder_follow_the_authors_layers():
+    """The MCQ-VAE's encoder and decoder as the authors' nn.Sequential lists them, in
+    NumPy: LeakyReLU(0.01) after every convolution but the last decoder layer (tanh),
+    the 3×3 ones included, and ReLU inside the residual blocks."""
+    images = np.random.default_rng(2).uniform(size=(2, 8, 8, 3))
+    encoder = Encoder(downsample_widths=(4, 6), hidden_width=6, num_res_blocks=2,
+                      res_hidden=5, latent_dim=4)
+    params = random_params(encoder, images, 3)
+    x = images
+    for name in ("down0", "down1"):
+        x = leaky(reference_conv(x, params[name]["kernel"], (2, 2), ((1, 1), (1, 1)))
+                  + params[name]["bias"])
+    x = leaky(reference_conv(x, params["conv_in"]["kernel"], (1, 1), ((1, 1), (1, 1)))
+              + params["conv_in"]["bias"])
+    x = reference_residual_stack(x, [params["res"]["block0"], params["res"]["block1"]])
+    expected = leaky(reference_conv(x, params["to_latent"]["kernel"], (1, 1), ((0, 0), (0, 0)))
+                     + params["to_latent"]["bias"])
+    latents = np.asarray(encoder.apply({"params": params}, images))
+    np.testing.assert_allclose(latents, expected, rtol=1e-4, atol=1e-4)
+
+    decoder = Decoder(upsample_widths=(6,), hidden_width=6, num_res_blocks=2, res_hidden=5,
+                      out_channels=3)
+    params = random_params(decoder, latents, 4)
+    x = leaky(reference_conv(latents, params["conv_in"]["kernel"], (1, 1), ((1, 1), (1, 1)))
+              + params["conv_in"]["bias"])
+    x = reference_residual_stack(x, [params["res"]["block0"], params["res"]["block1"]])
+    x = leaky(np.stack([reference_transposed_conv(image, params["up0"]["kernel"], params["up0"]["bias"])
+                        for image in x]))
+    expected = np.tanh(np.stack([reference_transposed_conv(image, params["to_image"]["kernel"],
+                                                           params["to_image"]["bias"])
+                                 for image in x]))
+    got = np.asarray(decoder.apply({"params": params}, latents))
+    assert got.shape == (2, 8, 8, 3)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)

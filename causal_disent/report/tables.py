@@ -287,6 +287,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "ct_small_tried": ct_tables.ct_small_tried,
     "ct_graph_ablation": ct_tables.ct_graph_ablation,
     "ct_gpu": ct_tables.ct_gpu,
+    "ct_pair_mix": ct_tables.ct_pair_mix,
     "ct_step_time": ct_tables.ct_step_time,
     "mcqvae_step_time": ct_tables.mcqvae_step_time,
     "consistency_shapes3d": vae_tables.consistency_shapes3d,

@@ -43,6 +43,27 @@ def test_action_confusion_counts_true_against_predicted(scores):
     assert scores["factor_accuracy"] == 0.8
 
 
+def test_pair_mix_scores_are_the_pair_mean_on_the_authors_mix():
+    """Reweighting balanced test pairs to the authors' mix (factor f's share ∝ its
+    size − 1) gives the plain accuracy of a test set drawn in that mix, here the
+    same pairs per action repeated (size − 1) times: sizes 3 and 5 weigh f1's
+    actions twice f0's."""
+    predicted_per_action = {0: [0, 2, 1, 0], 1: [1, 1, 3, 0], 2: [2, 2, 2, 0], 3: [3, 1, 1, 1]}
+    def pairs(repeats):
+        true = [a for a, preds in predicted_per_action.items() for _ in range(repeats[a]) for _ in preds]
+        predicted = [p for a, preds in predicted_per_action.items() for _ in range(repeats[a]) for p in preds]
+        return ct_evaluation.action_retrieval_scores(one_hot_probs(predicted), np.array(true))
+    balanced = pairs({0: 1, 1: 1, 2: 1, 3: 1})
+    authors = pairs({0: 2, 1: 4, 2: 2, 3: 4})
+    mixed = ct_evaluation.pair_mix_scores(balanced, factor_sizes=(3, 5))
+    assert mixed["action_accuracy"] == pytest.approx(authors["action_accuracy"])
+    assert mixed["factor_accuracy"] == pytest.approx(authors["factor_accuracy"])
+    assert mixed["action_accuracy"] != pytest.approx(balanced["action_accuracy"])
+    assert ct_evaluation.pair_mix_scores(
+        ct_evaluation.action_retrieval_scores(one_hot_probs([0, 1]), np.array([0, 1])),
+        factor_sizes=(3, 5)) is None
+
+
 def test_action_without_pairs_gets_an_empty_row():
     scores = ct_evaluation.action_retrieval_scores(one_hot_probs([0, 1]), np.array([0, 1]))
     assert scores["action_confusion"][2] == [0, 0, 0, 0]

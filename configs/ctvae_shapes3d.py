@@ -67,6 +67,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     model.num_codebooks = 1
     model.num_codes = 64  # K
     model.commitment_cost = 0.25  # β
+    # The authors' activations: ReLU inside the residual blocks, LeakyReLU(0.01) after
+    # every other convolution ("earlier": this library's networks before it matched).
+    model.activations = "authors"
 
     optim = config.mcqvae.optim = ml_collections.ConfigDict()
     optim.learning_rate = 5e-4

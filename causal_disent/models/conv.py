@@ -7,8 +7,11 @@ The reference sizes (64×64 input) are the authors': three 4×4/2 convolutions
 (64, 128, 256 channels), a 3×3 convolution, six bias-free residual blocks and a
 1×1 projection to D channels; the decoder mirrors it with transposed convolutions.
 Every width is a constructor argument so that small variants can shrink them.
-The activations are theirs too: LeakyReLU(0.01) after every convolution outside
-the residual blocks (the 3×3 ones included), ReLU inside them.
+The activations are theirs too (`activations="authors"`): LeakyReLU(0.01) after
+every convolution outside the residual blocks (the 3×3 ones included), ReLU inside
+them. "earlier" is this library's network before it followed theirs (LeakyReLU
+inside the blocks, nothing after the 3×3 convolutions), kept so that the stage-1
+workdirs trained with it load and encode as they were trained.
 
 `downsample_stack` and `upsample_stack` are also CausalVAE's encoder and decoder
 convolutions (models/causalvae.py).
@@ -27,6 +30,13 @@ import numpy as np
 def leaky_relu(x: jax.Array) -> jax.Array:
     # The authors' activation everywhere but inside a residual block: LeakyReLU(0.01).
     return nn.leaky_relu(x, negative_slope=0.01)
+
+
+# `mcqvae.model.activations`: (inside a residual block, after the 3×3 conv_in).
+ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
+    "authors": (nn.relu, leaky_relu),
+    "earlier": (leaky_relu, lambda x: x),
+}
 
 
 # Whether `convolve` is traced as a convolution (False) or as strided slices and one
@@ -189,23 +199,25 @@ class ResidualBlock(nn.Module):
     which the MCQ-VAE authors keep: ReLU here, LeakyReLU elsewhere)."""
 
     hidden: int
+    activation: Callable[[jax.Array], jax.Array] = nn.relu
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         channels = x.shape[-1]
         h = nn.Conv(self.hidden, (3, 3), use_bias=False, name="conv3x3")(x)
-        h = nn.Conv(channels, (1, 1), use_bias=False, name="conv1x1")(nn.relu(h))
+        h = nn.Conv(channels, (1, 1), use_bias=False, name="conv1x1")(self.activation(h))
         return x + h
 
 
 class ResidualStack(nn.Module):
     num_blocks: int
     hidden: int
+    activation: Callable[[jax.Array], jax.Array] = nn.relu  # inside each block
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         for i in range(self.num_blocks):
-            x = ResidualBlock(self.hidden, name=f"block{i}")(x)
+            x = ResidualBlock(self.hidden, self.activation, name=f"block{i}")(x)
         return leaky_relu(x)
 
 
@@ -217,12 +229,14 @@ class Encoder(nn.Module):
     num_res_blocks: int
     res_hidden: int
     latent_dim: int
+    activations: str = "authors"  # a key of ACTIVATIONS
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
+        inside_blocks, after_conv_in = ACTIVATIONS[self.activations]
         x = downsample_stack(images, self.downsample_widths, leaky_relu)
-        x = leaky_relu(nn.Conv(self.hidden_width, (3, 3), name="conv_in")(x))
-        x = ResidualStack(self.num_res_blocks, self.res_hidden, name="res")(x)
+        x = after_conv_in(nn.Conv(self.hidden_width, (3, 3), name="conv_in")(x))
+        x = ResidualStack(self.num_res_blocks, self.res_hidden, inside_blocks, name="res")(x)
         return leaky_relu(nn.Conv(self.latent_dim, (1, 1), name="to_latent")(x))
 
 
@@ -234,9 +248,11 @@ class Decoder(nn.Module):
     num_res_blocks: int
     res_hidden: int
     out_channels: int
+    activations: str = "authors"  # a key of ACTIVATIONS
 
     @nn.compact
     def __call__(self, latents: jax.Array) -> jax.Array:
-        x = leaky_relu(nn.Conv(self.hidden_width, (3, 3), name="conv_in")(latents))
-        x = ResidualStack(self.num_res_blocks, self.res_hidden, name="res")(x)
+        inside_blocks, after_conv_in = ACTIVATIONS[self.activations]
+        x = after_conv_in(nn.Conv(self.hidden_width, (3, 3), name="conv_in")(latents))
+        x = ResidualStack(self.num_res_blocks, self.res_hidden, inside_blocks, name="res")(x)
         return jnp.tanh(upsample_stack(x, self.upsample_widths, self.out_channels, leaky_relu))

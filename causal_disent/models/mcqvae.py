@@ -2,11 +2,13 @@
 al., "Disentanglement of Latent Representations via Causal Interventions", IJCAI 2023,
 §3.3)."""
 
+import dataclasses
+
 import chex
 import flax.linen as nn
 import jax
 
-from causal_disent.models.conv import Decoder, Encoder
+from causal_disent.models.conv import ACTIVATIONS, Decoder, Encoder
 from causal_disent.models.vq import MultiCodebookQuantizer
 
 
@@ -26,6 +28,10 @@ def check_mcqvae_config(model_config) -> None:
         )
     if not model_config.downsample_widths:
         raise ValueError("mcqvae.model.downsample_widths must name at least one width")
+    activations = getattr(model_config, "activations", "earlier")
+    if activations not in ACTIVATIONS:
+        raise ValueError(f"mcqvae.model.activations must be one of {tuple(ACTIVATIONS)}, "
+                         f"got {activations!r}")
 
 
 class MCQVAE(nn.Module):
@@ -49,6 +55,9 @@ class MCQVAE(nn.Module):
     num_codes: int
     out_channels: int
     commitment_cost: float
+    # models/conv.ACTIVATIONS: the configs name the authors' "authors"; a config written
+    # before this field existed means "earlier", the network its workdir was trained with.
+    activations: str = dataclasses.field(default="earlier", kw_only=True)
 
     def __post_init__(self):
         check_mcqvae_config(self)
@@ -61,6 +70,7 @@ class MCQVAE(nn.Module):
             num_res_blocks=self.num_res_blocks,
             res_hidden=self.res_hidden,
             latent_dim=self.latent_dim,
+            activations=self.activations,
         )
         self.quantizer = MultiCodebookQuantizer(
             latent_dim=self.latent_dim,
@@ -74,6 +84,7 @@ class MCQVAE(nn.Module):
             num_res_blocks=self.num_res_blocks,
             res_hidden=self.res_hidden,
             out_channels=self.out_channels,
+            activations=self.activations,
         )
 
     def __call__(self, images: jax.Array) -> dict[str, jax.Array]:

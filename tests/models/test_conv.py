@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from causal_disent import models
 from causal_disent.models.conv import (
     Decoder,
     Encoder,
@@ -14,6 +15,7 @@ from causal_disent.models.conv import (
     downsample_stack,
     patch_matmul_conv,
 )
+from tests.helpers import tiny_config
 
 
 def reference_transposed_conv(x, kernel, bias):
@@ -129,11 +131,11 @@ def leaky(x):
     return np.where(x > 0, x, 0.01 * x)
 
 
-def reference_residual_stack(x, blocks):
+def reference_residual_stack(x, blocks, inside=lambda h: np.maximum(h, 0)):
     """The authors' ResidualLayer x + Conv1×1(ReLU(Conv3×3(x))) (no biases) per block,
     then LeakyReLU."""
     for block in blocks:
-        hidden = np.maximum(reference_conv(x, block["conv3x3"]["kernel"], (1, 1), ((1, 1), (1, 1))), 0)
+        hidden = inside(reference_conv(x, block["conv3x3"]["kernel"], (1, 1), ((1, 1), (1, 1))))
         x = x + reference_conv(hidden, block["conv1x1"]["kernel"], (1, 1), ((0, 0), (0, 0)))
     return leaky(x)
 
@@ -178,3 +180,27 @@ def test_encoder_and_decoder_follow_the_authors_layers():
     got = np.asarray(decoder.apply({"params": params}, latents))
     assert got.shape == (2, 8, 8, 3)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_earlier_activations_are_the_network_before_it_followed_the_authors():
+    """`activations="earlier"`: LeakyReLU inside the residual blocks and nothing after
+    conv_in, so that stage-1 workdirs trained before the change encode as trained; an
+    MCQ-VAE section without the key (written before it existed) builds it."""
+    images = np.random.default_rng(5).uniform(size=(2, 8, 8, 3))
+    encoder = Encoder(downsample_widths=(4,), hidden_width=6, num_res_blocks=1,
+                      res_hidden=5, latent_dim=4, activations="earlier")
+    params = random_params(encoder, images, 6)
+    x = leaky(reference_conv(images, params["down0"]["kernel"], (2, 2), ((1, 1), (1, 1)))
+              + params["down0"]["bias"])
+    x = (reference_conv(x, params["conv_in"]["kernel"], (1, 1), ((1, 1), (1, 1)))
+         + params["conv_in"]["bias"])
+    x = reference_residual_stack(x, [params["res"]["block0"]], inside=leaky)
+    expected = leaky(reference_conv(x, params["to_latent"]["kernel"], (1, 1), ((0, 0), (0, 0)))
+                     + params["to_latent"]["bias"])
+    np.testing.assert_allclose(encoder.apply({"params": params}, images), expected,
+                               rtol=1e-4, atol=1e-4)
+
+    section = tiny_config().mcqvae.model
+    assert section.activations == "authors"
+    del section["activations"]
+    assert models.build_mcqvae(section, out_channels=3).activations == "earlier"

@@ -38,6 +38,8 @@ MCQVAE_ERRORS = [
     (dict(num_codes=0), "mcqvae.model.num_codes must be positive"),
     (dict(hidden_width=-1), "mcqvae.model.hidden_width must be positive"),
     (dict(downsample_widths=()), "mcqvae.model.downsample_widths must name at least one"),
+    (dict(activations="relu"), r"mcqvae.model.activations must be one of \('authors', "
+                               r"'earlier'\), got 'relu'"),
 ]
 CT_ERRORS = [
     (dict(noise="gaussian"), "ct.model.noise must be one of"),

@@ -16,6 +16,7 @@ class DatasetEntry:
     module: str  # causal_disent.data.<module>
     attribute: str  # the class in it
     reads_data_dir: bool  # real data: the constructor takes data_dir
+    factor_grid: bool = True  # False: binary attributes (CelebA), no grid of factors
 
 
 DATASETS: dict[str, DatasetEntry] = {
@@ -31,7 +32,7 @@ DATASETS: dict[str, DatasetEntry] = {
     "cars3d": DatasetEntry("tfds_datasets", "Cars3D", True),
     "sprites": DatasetEntry("tfds_datasets", "Sprites", True),
     # attributes, not a factor grid: transitions are one-attribute pairs
-    "celeb_a": DatasetEntry("tfds_datasets", "CelebA64", True),
+    "celeb_a": DatasetEntry("tfds_datasets", "CelebA64", True, factor_grid=False),
 }
 
 

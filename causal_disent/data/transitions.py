@@ -15,7 +15,9 @@ Sampling draws the action uniformly over the A actions (balanced classes), then
 X uniformly among the images for which that move stays inside the factor grid,
 Y = X moved one step, and redraws X (same action) until X and Y both lie in the
 requested split. Given its action, a sampled X is therefore uniform over the
-images of the split whose moved image is also in the split.
+images of the split whose moved image is also in the split. Training batches may
+instead draw the actions in the CT-VAE authors' mix (`ACTION_MIXES`,
+`authors_factor_shares`); evaluation sets stay balanced.
 
 Training batches are stateless: the batch of step s is a pure function of
 (seed, split, s), so a run resumed at step s sees the data an uninterrupted
@@ -96,6 +98,19 @@ def action_names(factor_names: Sequence[str]) -> list[str]:
 # CelebA's CT-VAE actions: switch one of the first 10 attributes on (a) or off (A + a).
 NUM_ACTION_ATTRIBUTES = 10
 
+# How training batches draw their actions: "balanced" (uniform over the actions) or
+# "authors" (each factor's share of the CT-VAE authors' transition pairs).
+ACTION_MIXES = ("balanced", "authors")
+
+
+def authors_factor_shares(factor_sizes) -> np.ndarray:
+    """Each moved factor's share of the CT-VAE authors' transition pairs: their
+    generator draws the same number of pairs for every adjacent value step of every
+    factor, in both directions, so factor f gets a share ∝ size_f − 1 (Shapes3D:
+    orientation 14/51, shape 3/51). [F] floats summing to 1."""
+    steps = np.asarray(factor_sizes, float) - 1
+    return steps / steps.sum()
+
 
 def is_attribute_dataset(dataset) -> bool:
     """Binary attributes (CelebA) rather than a factor grid."""
@@ -120,11 +135,17 @@ def num_dataset_actions(dataset) -> int:
     return len(dataset_action_names(dataset))
 
 
-def sampler_for(dataset, split: Mapping[str, np.ndarray], seed: int):
-    """The transition sampler that fits the dataset: factor grid or attributes."""
+def sampler_for(dataset, split: Mapping[str, np.ndarray], seed: int,
+                action_mix: str = "balanced"):
+    """The transition sampler that fits the dataset: factor grid or attributes, its
+    training batches' actions drawn in `action_mix` (`ACTION_MIXES`)."""
     if is_attribute_dataset(dataset):
+        if action_mix != "balanced":
+            raise ValueError(
+                f"ct.objective.action_mix={action_mix!r} weighs the factors of a factor "
+                f"grid, and this dataset has attributes: use action_mix='balanced'")
         return AttributeTransitionSampler(dataset, split, seed)
-    return TransitionSampler(dataset, split, seed)
+    return TransitionSampler(dataset, split, seed, action_mix)
 
 
 # --------------------------------------------------------------------------- #
@@ -146,16 +167,22 @@ class _SeededBatches:
                 f"unknown split {split_name!r}; known splits: {list(self.split_names)}"
             ) from None
 
+    # Probabilities [A] of the actions in training batches; None: uniform.
+    _batch_action_probabilities: np.ndarray | None = None
+
     def batch(self, split_name: str, step: int, n: int) -> dict[str, np.ndarray]:
         """The n transitions of training step `step`, a pure function of (seed, split, step).
 
-        Returns the `sample` dict for rng = default_rng([seed, split id, step]).
+        Returns the `sample` dict for rng = default_rng([seed, split id, step]), the
+        actions drawn in the sampler's action mix.
         """
         split_id = self._split_id(split_name)
         if not _is_int(step) or step < 0:
             raise ValueError(f"step must be a non-negative integer, got {step!r}")
         rng = np.random.default_rng([self.seed, split_id, int(step)])
-        return self.sample(split_name, rng, n)
+        if self._batch_action_probabilities is None:
+            return self.sample(split_name, rng, n)
+        return self.sample(split_name, rng, n, self._batch_action_probabilities)
 
     def fixed_set(self, split_name: str, n: int) -> dict[str, np.ndarray]:
         """A deterministic evaluation set of n transitions, the same on every call.
@@ -182,6 +209,8 @@ class TransitionSampler(_SeededBatches):
         is its position in this mapping (train 0, validation 1, test 2 there).
       seed: non-negative integer; with the split id and the step it fixes every
         batch.
+      action_mix: how `batch` draws the actions (`ACTION_MIXES`): uniformly, or in
+        the authors' mix; `fixed_set` draws them uniformly either way.
 
     Attributes:
       num_factors: F, the factors that actions move.
@@ -190,9 +219,13 @@ class TransitionSampler(_SeededBatches):
       split_names: the split names, in id order.
     """
 
-    def __init__(self, dataset, split: Mapping[str, np.ndarray], seed: int) -> None:
+    def __init__(self, dataset, split: Mapping[str, np.ndarray], seed: int,
+                 action_mix: str = "balanced") -> None:
         if not _is_int(seed) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        if action_mix not in ACTION_MIXES:
+            raise ValueError(f"ct.objective.action_mix must be one of {ACTION_MIXES}, got "
+                             f"{action_mix!r}")
         self.seed = int(seed)
         sizes = tuple(int(s) for s in dataset.factor_sizes)
         if not sizes:
@@ -230,13 +263,17 @@ class TransitionSampler(_SeededBatches):
         # value of the moving factor.
         factor_size = np.array(sizes, np.int64)[self._action_factor]
         self._num_movable = self.num_images // factor_size * (factor_size - 1)
+        if action_mix == "authors":
+            shares = authors_factor_shares([sizes[f] for f in self.action_factors])
+            self._batch_action_probabilities = np.concatenate([shares, shares]) / 2
 
     # -- public ------------------------------------------------------------- #
     def pair_counts(self, split_name: str) -> np.ndarray:
         """Number of distinct valid (X, Y) pairs of each action in a split: int64 [A]."""
         return self._pair_counts[self._split_id(split_name)].copy()
 
-    def sample(self, split_name: str, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    def sample(self, split_name: str, rng: np.random.Generator, n: int,
+               action_probabilities: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """n transitions with both images in `split_name`.
 
         Args:
@@ -244,6 +281,7 @@ class TransitionSampler(_SeededBatches):
           rng: the only source of randomness; the result is a pure function of
             its state (and of the split).
           n: number of transitions, >= 0.
+          action_probabilities: [A] probabilities of the actions; None: uniform.
         Returns:
           {"x_index": int64 [n], "y_index": int64 [n], "action": int32 [n]}:
           flat image indices and the action taking X to Y.
@@ -257,7 +295,10 @@ class TransitionSampler(_SeededBatches):
         if not _is_int(n) or n < 0:
             raise ValueError(f"n must be a non-negative integer, got {n!r}")
         n = int(n)
-        action = rng.integers(0, self.num_actions, size=n).astype(np.int32)
+        if action_probabilities is None:
+            action = rng.integers(0, self.num_actions, size=n).astype(np.int32)
+        else:
+            action = rng.choice(self.num_actions, size=n, p=action_probabilities).astype(np.int32)
         x_index = np.zeros(n, np.int64)
         if n == 0:
             return {"x_index": x_index, "y_index": x_index.copy(), "action": action}

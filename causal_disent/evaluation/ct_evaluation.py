@@ -58,26 +58,17 @@ def action_retrieval_scores(action_probs: np.ndarray, true_actions: np.ndarray) 
     }
 
 
-def pair_mix_factor_weights(factor_sizes) -> np.ndarray:
-    """Each moved factor's share of the authors' transition pairs: their generator
-    draws the same number of pairs for every adjacent value step of every factor,
-    in both directions, so factor f gets a share ∝ size_f − 1 (Shapes3D: orientation
-    14/51, shape 3/51), where our sampler draws the actions uniformly."""
-    steps = np.asarray(factor_sizes, float) - 1
-    return steps / steps.sum()
-
-
 def pair_mix_scores(scores: dict, factor_sizes) -> dict | None:
     """Action and factor accuracy reweighted to the authors' mix of test pairs
-    (`pair_mix_factor_weights`) from `action_retrieval_scores`' per-action accuracy
-    and factor confusion. Given its action, a pair is drawn alike by both samplers
+    (`transitions.authors_factor_shares`) from `action_retrieval_scores`' per-action
+    accuracy and factor confusion. Given its action, a pair is drawn alike by both samplers
     (X uniform among the images the move keeps inside the grid), so this is the
     accuracy their pair-mean would give, up to sampling noise; the paper's numbers
     are such pair-means. None when an action has no test pair."""
     per_action = scores["per_action_accuracy"]
     if any(accuracy is None for accuracy in per_action):
         return None
-    factor_weights = pair_mix_factor_weights(factor_sizes)
+    factor_weights = transitions.authors_factor_shares(factor_sizes)
     confusion = np.asarray(scores["confusion"], float)
     per_factor = np.diag(confusion) / confusion.sum(axis=1)
     action_weights = np.concatenate([factor_weights, factor_weights]) / 2

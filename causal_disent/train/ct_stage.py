@@ -47,6 +47,15 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
             f"ct.objective.mode_proportions must be three non-negative weights for "
             f"{MODE_NAMES}; got {proportions}"
         )
+    action_mix = objective.get("action_mix", "balanced")
+    if action_mix not in transitions.ACTION_MIXES:
+        raise ValueError(f"ct.objective.action_mix must be one of {transitions.ACTION_MIXES}, "
+                         f"got {action_mix!r}")
+    dataset_entry = registry.DATASETS.get(config.data.name)
+    if action_mix != "balanced" and dataset_entry and not dataset_entry.factor_grid:
+        raise ValueError(f"ct.objective.action_mix={action_mix!r} weighs the factors of a "
+                         f"factor grid, and {config.data.name} has attributes: use "
+                         f"--config.ct.objective.action_mix=balanced")
     if not 0.0 <= objective.get("structure_noise_final", 1.0) <= 1.0:
         raise ValueError(
             f"ct.objective.structure_noise_final must be in [0, 1] (1: the paper's "
@@ -139,7 +148,8 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     cfg = config.ct
     dataset = registry.dataset_from_config(config.data)
     split = splits.configured_split(dataset, config.data)
-    sampler = transitions.sampler_for(dataset, split, seed=config.seed)
+    sampler = transitions.sampler_for(dataset, split, seed=config.seed,
+                                      action_mix=cfg.objective.get("action_mix", "balanced"))
     stage1_workdir = ct_run.mcqvae_workdir(config, workdir)
     mcqvae, mcqvae_params = mcqvae_run.load_trained(config, stage1_workdir, mesh, dataset)
     encode = make_encoder(mcqvae, mesh)

@@ -324,3 +324,30 @@ def test_nuisance_factors_are_never_moved():
     )
     # Pairs per action: all (v, v+1) neighbours of the moving factor.
     np.testing.assert_array_equal(sampler.pair_counts("train"), [2 * 4 * 5, 3 * 4 * 4] * 2)
+
+
+def test_authors_action_mix_weighs_factors_by_their_value_steps(dataset, split, sampler):
+    """action_mix="authors": training batches draw factor f's two actions with
+    probability (size_f − 1) / Σ (size − 1) / 2 each, as the CT-VAE authors' pairs
+    hold them (Shapes3D: orientation 14/51, shape 3/51); evaluation sets stay balanced,
+    and the pairs given an action are drawn as before."""
+    authors = TransitionSampler(dataset, split, seed=0, action_mix="authors")
+    shares = transitions.authors_factor_shares(FACTOR_SIZES)
+    np.testing.assert_allclose(shares, (np.array(FACTOR_SIZES) - 1) / 51)
+    actions = np.concatenate([authors.batch("train", step, 1000)["action"] for step in range(20)])
+    frequency = np.bincount(actions, minlength=NUM_ACTIONS) / len(actions)
+    expected = np.concatenate([shares, shares]) / 2
+    # 20 000 draws: each frequency within 4 binomial standard deviations.
+    assert np.all(np.abs(frequency - expected) < 4 * np.sqrt(expected / len(actions)))
+    assert frequency[5] > 4 * frequency[4]  # orientation+ against shape+
+    for key, value in authors.fixed_set("test", 300).items():
+        np.testing.assert_array_equal(value, sampler.fixed_set("test", 300)[key])
+    batch = authors.batch("train", 3, 500)
+    delta = dataset.index_to_factors(batch["y_index"]) - dataset.index_to_factors(batch["x_index"])
+    np.testing.assert_array_equal(np.abs(delta).sum(axis=1), 1)
+    np.testing.assert_array_equal(np.argmax(delta != 0, axis=1),
+                                  factor_of_action(batch["action"], NUM_FACTORS))
+    assert np.isin(batch["x_index"], split["train"]).all()
+    assert np.isin(batch["y_index"], split["train"]).all()
+    with pytest.raises(ValueError, match=r"ct.objective.action_mix must be one of"):
+        TransitionSampler(dataset, split, seed=0, action_mix="paper")

@@ -193,6 +193,16 @@ def test_bad_ct_config_values(tmp_path):
     with pytest.raises(stages.InvalidRunError, match="noise must be one of"):
         stages.validate(config, tmp_path, stages.make_data_mesh())
     config = tiny_config()
+    config.ct.objective.action_mix = "paper"
+    with pytest.raises(stages.InvalidRunError, match=r"action_mix must be one of \('balanced', "):
+        stages.validate(config, tmp_path, stages.make_data_mesh())
+    config = tiny_config()
+    config.data.name = "celeb_a"
+    config.ct.objective.action_mix = "authors"
+    with pytest.raises(ValueError, match="celeb_a has attributes: use "
+                                         "--config.ct.objective.action_mix=balanced"):
+        ct_stage.validate(config, stages.make_data_mesh(), tmp_path)
+    config = tiny_config()
     config.ct.objective.structure_noise_final = 1.5
     with pytest.raises(stages.InvalidRunError, match=r"structure_noise_final must be in \[0, 1\]"):
         stages.validate(config, tmp_path, stages.make_data_mesh())

@@ -32,10 +32,14 @@ def leaky_relu(x: jax.Array) -> jax.Array:
     return nn.leaky_relu(x, negative_slope=0.01)
 
 
+def identity(x: jax.Array) -> jax.Array:
+    return x
+
+
 # `mcqvae.model.activations`: (inside a residual block, after the 3×3 conv_in).
 ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
     "authors": (nn.relu, leaky_relu),
-    "earlier": (leaky_relu, lambda x: x),
+    "earlier": (leaky_relu, identity),
 }
 
 
@@ -195,8 +199,8 @@ def upsample_stack(
 
 
 class ResidualBlock(nn.Module):
-    """x + Conv1×1(ReLU(Conv3×3(x))), convolutions without bias (VQ-VAE's block,
-    which the MCQ-VAE authors keep: ReLU here, LeakyReLU elsewhere)."""
+    """x + Conv1×1(act(Conv3×3(x))), convolutions without bias; act is ReLU in
+    VQ-VAE's block, which the MCQ-VAE authors keep (LeakyReLU elsewhere)."""
 
     hidden: int
     activation: Callable[[jax.Array], jax.Array] = nn.relu

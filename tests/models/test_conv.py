@@ -172,11 +172,11 @@ def test_encoder_and_decoder_follow_the_authors_layers():
     x = leaky(reference_conv(latents, params["conv_in"]["kernel"], (1, 1), ((1, 1), (1, 1)))
               + params["conv_in"]["bias"])
     x = reference_residual_stack(x, [params["res"]["block0"], params["res"]["block1"]])
-    x = leaky(np.stack([reference_transposed_conv(image, params["up0"]["kernel"], params["up0"]["bias"])
-                        for image in x]))
-    expected = np.tanh(np.stack([reference_transposed_conv(image, params["to_image"]["kernel"],
-                                                           params["to_image"]["bias"])
-                                 for image in x]))
+    def transposed(x, layer):
+        return np.stack([reference_transposed_conv(image, params[layer]["kernel"],
+                                                   params[layer]["bias"]) for image in x])
+
+    expected = np.tanh(transposed(leaky(transposed(x, "up0")), "to_image"))
     got = np.asarray(decoder.apply({"params": params}, latents))
     assert got.shape == (2, 8, 8, 3)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)

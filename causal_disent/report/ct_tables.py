@@ -78,10 +78,16 @@ def ct_small_seeds(results: Results, name: str = "ctvae_small_seeds") -> str:
                   "minutes, both stages", "scale, shape, orientation (+ / −)"], rows)
 
 
+# The MCQ-VAE's activations became the authors' at this commit (models/conv.py).
+AUTHORS_ACTIVATIONS_COMMIT = "791718e"
+
 CT_SMALL_RUNS = {  # record: the config it ran
     "ctvae_small_run_seed0_curve1200": "seed 0, stage-2 curve every 1200 steps (`:small` "
                                        "before commit a9ba9b6)",
-    "ctvae_small_run_seed0": "seed 0, stage-2 curve every 2400 steps (`:small` now)",
+    "ctvae_small_run_seed0": "seed 0, stage-2 curve every 2400 steps (`:small` before "
+                             f"commit {AUTHORS_ACTIVATIONS_COMMIT})",
+    "ctvae_small_run_seed0_authors_activations": "seed 0, the authors' activations (`:small` "
+                                                 f"now, since {AUTHORS_ACTIVATIONS_COMMIT})",
 }
 
 
@@ -209,9 +215,12 @@ def _pair_mix(ct: dict) -> str:
 def ct_pair_mix(results: Results) -> str:
     """The headline over our action-balanced test pairs beside the same checkpoint's
     accuracy on the authors' mix of pairs, for the `:small` seeds and `:gpu` runs."""
-    rows = [[f"`:small`, seed {stage_two['seed']}", _headline(_ct(stage_two)),
-             _pair_mix(_ct(stage_two))]
+    rows = [[f"`:small` before {AUTHORS_ACTIVATIONS_COMMIT}, seed {stage_two['seed']}",
+             _headline(_ct(stage_two)), _pair_mix(_ct(stage_two))]
             for _, stage_two in _seed_runs(results.record("ctvae_small_seeds"))]
+    now = results.record("ctvae_small_run_seed0_authors_activations")["figures"]["ct"]
+    rows.append([f"`:small` now (the authors' activations), seed 0", _headline(now),
+                 _pair_mix(now)])
     for title, folder, _ in GPU_RUNS:
         ct = json.loads((results.run_folder(folder) / "results.json").read_text())["ct"]
         rows.append([f"`:gpu`, {title}", _headline(ct), _pair_mix(ct)])
@@ -257,8 +266,15 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
     cts = [_ct(stage_two) for _, stage_two in pairs]
     gpus = [_gpu_run(results, folder, record) for _, folder, record in GPU_HEADLINE_RUNS]
     paper = f"{reference.CT_VAE_ACCURACY[0]:.2f} / {reference.CT_VAE_ACCURACY[1]:.2f}"
+    now = results.record("ctvae_small_run_seed0_authors_activations")
     return [
-        ["CT-VAE, test action / factor accuracy, `:small`",
+        ["CT-VAE, test action / factor accuracy, `:small` with the authors' MCQ-VAE "
+         f"activations (since {AUTHORS_ACTIVATIONS_COMMIT})",
+         f"{_headline(now['figures']['ct'])} (seed 0)", paper,
+         f"{machine_name(now['machine'])}; the whole command {minutes(now['wall_seconds'])} "
+         "min, its first 10 shared with the test suite"],
+        [f"CT-VAE, the same, `:small` before {AUTHORS_ACTIVATIONS_COMMIT} (LeakyReLU inside "
+         "the residual blocks, none after the 3×3 convolutions)",
          f"{mean_std([c['action_accuracy'] for c in cts])} / "
          f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(pairs)} seeds)",
          paper,
@@ -266,8 +282,8 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
          f"{minutes(results.record('ctvae_small_run_seed0')['wall_seconds'])} min on idle "
          f"cores, {min(map(_seed_minutes, pairs)):.0f}–{max(map(_seed_minutes, pairs)):.0f} "
          f"min a seed, cores partly shared"],
-        ["CT-VAE, the same, `:gpu` (paper sizes), three runs of one command (the third "
-         "at 10 steps a call): headline; 8 draws",
+        [f"CT-VAE, the same, `:gpu` (paper sizes) before {AUTHORS_ACTIVATIONS_COMMIT}, three "
+         "runs of one command (the third at 10 steps a call): headline; 8 draws",
          " and ".join(_headline_and_draws(ct) for ct, _, _ in gpus),
          paper,
          f"{machine_name(gpus[0][2])}, "

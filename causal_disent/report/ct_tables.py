@@ -219,7 +219,7 @@ def ct_pair_mix(results: Results) -> str:
              _headline(_ct(stage_two)), _pair_mix(_ct(stage_two))]
             for _, stage_two in _seed_runs(results.record("ctvae_small_seeds"))]
     now = results.record("ctvae_small_run_seed0_authors_activations")["figures"]["ct"]
-    rows.append([f"`:small` now (the authors' activations), seed 0", _headline(now),
+    rows.append(["`:small` now (the authors' activations), seed 0", _headline(now),
                  _pair_mix(now)])
     for title, folder, _ in GPU_RUNS:
         ct = json.loads((results.run_folder(folder) / "results.json").read_text())["ct"]

@@ -221,6 +221,9 @@ def ct_pair_mix(results: Results) -> str:
     now = results.record("ctvae_small_run_seed0_authors_activations")["figures"]["ct"]
     rows.append(["`:small` now (the authors' activations), seed 0", _headline(now),
                  _pair_mix(now)])
+    mixed = results.record("ctvae_small_stage2_authors_mix_seed0")["figures"]["ct"]
+    rows.append(["the same stage 1, stage 2 trained on the authors' mix "
+                 "(`ct.objective.action_mix=authors`)", _headline(mixed), _pair_mix(mixed)])
     for title, folder, _ in GPU_RUNS:
         ct = json.loads((results.run_folder(folder) / "results.json").read_text())["ct"]
         rows.append([f"`:gpu`, {title}", _headline(ct), _pair_mix(ct)])

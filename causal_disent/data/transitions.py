@@ -112,6 +112,13 @@ def authors_factor_shares(factor_sizes) -> np.ndarray:
     return steps / steps.sum()
 
 
+def authors_action_probabilities(factor_sizes) -> np.ndarray:
+    """[2F] probabilities of the actions in the authors' mix: each factor's share
+    (`authors_factor_shares`) split evenly between its two directions."""
+    shares = authors_factor_shares(factor_sizes)
+    return np.concatenate([shares, shares]) / 2
+
+
 def is_attribute_dataset(dataset) -> bool:
     """Binary attributes (CelebA) rather than a factor grid."""
     return not hasattr(dataset, "factor_sizes") and hasattr(dataset, "attribute_names")
@@ -264,8 +271,8 @@ class TransitionSampler(_SeededBatches):
         factor_size = np.array(sizes, np.int64)[self._action_factor]
         self._num_movable = self.num_images // factor_size * (factor_size - 1)
         if action_mix == "authors":
-            shares = authors_factor_shares([sizes[f] for f in self.action_factors])
-            self._batch_action_probabilities = np.concatenate([shares, shares]) / 2
+            self._batch_action_probabilities = authors_action_probabilities(
+                [sizes[f] for f in self.action_factors])
 
     # -- public ------------------------------------------------------------- #
     def pair_counts(self, split_name: str) -> np.ndarray:

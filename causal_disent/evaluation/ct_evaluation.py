@@ -68,10 +68,10 @@ def pair_mix_scores(scores: dict, factor_sizes) -> dict | None:
     per_action = scores["per_action_accuracy"]
     if any(accuracy is None for accuracy in per_action):
         return None
-    factor_weights = transitions.authors_factor_shares(factor_sizes)
     confusion = np.asarray(scores["confusion"], float)
     per_factor = np.diag(confusion) / confusion.sum(axis=1)
-    action_weights = np.concatenate([factor_weights, factor_weights]) / 2
+    action_weights = transitions.authors_action_probabilities(factor_sizes)
+    factor_weights = transitions.authors_factor_shares(factor_sizes)
     return {"action_accuracy": float(np.dot(action_weights, per_action)),
             "factor_accuracy": float(np.dot(factor_weights, per_factor))}
 

@@ -82,6 +82,10 @@ CASES = [
      r"vae.model.weight_init must be one of \('glorot_uniform', 'lecun_normal'\), got 'he'"),
     ("unknown consistency error", MAIN, [XAE, "--workdir={w}", "--config.vae.consistency.error=l1"],
      r"vae.consistency.error must be one of \('l2', 'squared'\), got 'l1'"),
+    ("an autoencoder's consistency drawn from a prior it lacks", MAIN,
+     [XAE, "--workdir={w}", "--config.vae.consistency.prior=standard_normal"],
+     r"vae.consistency.prior='standard_normal' needs a variational loss, but the "
+     r"autoencoder's has no prior or posterior variance; use prior='hybrid'"),
     ("unknown equivariance", MAIN,
      [XAE, "--workdir={w}", "--config.vae.consistency.equivariance=same"],
      r"vae.consistency.equivariance must be one of \('commute', 'self'\), got 'same'"),

@@ -25,12 +25,15 @@ square):
 
 E is over base samples N and one intervention per sample, unit m uniform over the n
 units (a Monte Carlo estimate of the algorithms' mean over m, at the cost of two
-responses per step whatever n). The base samples are "hybrid" (Leeb et al.,
-"Structure by Architecture", 2020: each unit drawn from a different image's
-encoding, so the units are independent) or the batch's encodings as they are
-("posterior"). Samples, intervention values and the base response R(N) are held
-fixed (no gradient), as in the authors' code: the penalties train the response map
-of intervened samples (the decoder, the encoder on generated images, and for
+responses per step whatever n). The base samples (`PRIORS`) are "hybrid" (Leeb et
+al., "Structure by Architecture", 2020: each unit drawn from a different image's
+encoding, so the units are independent), the batch's encodings as they are
+("posterior"), or draws of a VAE's prior N(0, I) ("standard_normal", the paper's
+"N_k a sample from the prior P(N)"). The intervention values (`INTERVENTION_VALUES`)
+are the batch's encoder means ("means") or, for a VAE, samples z ~ q(z | x) of them
+("posterior_samples"). Samples, intervention values and the base response R(N) are
+held fixed (no gradient), as in the authors' code: the penalties train the response
+map of intervened samples (the decoder, the encoder on generated images, and for
 "commute" the XBlock).
 
 The authors' code (GiuliaLanzillotta/CausalAE, models/CAE.py, metrics/
@@ -38,8 +41,12 @@ LatentInvariance.py `compute_absolute_errors`, experiments/utils.py) fixes what
 the paper leaves open, and the configs follow it: d is the unsquared L2 norm (the
 paper's "Euclidean distance"), the equivariance compares X(I R(N)) with X(R(I N)),
 and each weight λ rises linearly from 0 over the first `warmup_steps` steps (10 000
-there). A key the section lacks means what a config written before it meant:
-squared errors, "self", no warm-up.
+there). Their VAE variant (XCVAE) trains on prior samples N(0, I) intervened with
+posterior samples: prior="standard_normal", intervention_values="posterior_samples"
+here; their invariance error for it, the absolute difference of the two responses'
+means (configs/models/XCVAE/standard.yaml: do_KL False, ignore_variance True), is
+the "l2" error of one-dimensional units. A key the section lacks means what a
+config written before it meant: squared errors, "self", no warm-up, means.
 
 `with_consistency` adds λ_INV(step)·L_INV + λ_EQV(step)·L_EQV to any loss of the VAE
 family (config section `vae.consistency`); evaluation/consistency_scores.py turns
@@ -57,7 +64,10 @@ from causal_disent.models.xblock import MASK_RNG
 from causal_disent.objectives.vae import TRAIN_STEP
 from causal_disent.utils.images import images_to_unit_range
 
-PRIORS = ("hybrid", "posterior")
+PRIORS = ("hybrid", "posterior", "standard_normal")
+INTERVENTION_VALUES = ("means", "posterior_samples")
+# Settings that read a posterior variance, which only a variational loss trains.
+VARIATIONAL_ONLY = {"prior": "standard_normal", "intervention_values": "posterior_samples"}
 # The distance of one unit: "l2" ‖a − b‖ (the authors' code), "squared" ‖a − b‖².
 ERRORS = ("l2", "squared")
 EQUIVARIANCES = ("commute", "self")
@@ -65,12 +75,14 @@ EQUIVARIANCES = ("commute", "self")
 WEIGHT_NAMES = ("invariance_weight", "equivariance_weight")
 # What a section written before a key existed means by its absence.
 DEFAULTS = {"prior": "hybrid", "error": "squared", "equivariance": "self",
-            "warmup_steps": 0}
+            "warmup_steps": 0, "intervention_values": "means"}
 
 
-def check_consistency_config(consistency: Mapping) -> None:
+def check_consistency_config(consistency: Mapping, variational: bool = True) -> None:
     """Raises ValueError naming the field of `consistency` (the section
-    `vae.consistency`) at fault."""
+    `vae.consistency`) at fault; `variational`: whether the loss trains q(z | x) as a
+    distribution (a deterministic autoencoder has no prior to draw from and no
+    posterior variance to sample with)."""
     known = (*WEIGHT_NAMES, *DEFAULTS)
     for key in consistency.keys():
         if key not in known:
@@ -81,10 +93,16 @@ def check_consistency_config(consistency: Mapping) -> None:
         if not value >= 0:
             raise ValueError(f"vae.consistency.{key} must be >= 0, got {value}")
     for key, allowed in (("prior", PRIORS), ("error", ERRORS),
-                         ("equivariance", EQUIVARIANCES)):
+                         ("equivariance", EQUIVARIANCES),
+                         ("intervention_values", INTERVENTION_VALUES)):
         if setting(consistency, key) not in allowed:
             raise ValueError(f"vae.consistency.{key} must be one of {allowed}, got "
                              f"{consistency.get(key)!r}")
+    for key, value in VARIATIONAL_ONLY.items():
+        if not variational and setting(consistency, key) == value:
+            raise ValueError(f"vae.consistency.{key}={value!r} needs a variational loss, "
+                             f"but the autoencoder's has no prior or posterior variance; use "
+                             f"{key}={DEFAULTS[key]!r}")
     warmup = setting(consistency, "warmup_steps")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"vae.consistency.warmup_steps must be a whole number >= 0, got "
@@ -128,6 +146,20 @@ def hybrid_samples(rng: jax.Array, encodings: jax.Array) -> jax.Array:
     return jnp.take_along_axis(encodings, rows, axis=0)
 
 
+def base_samples(rng: jax.Array, encodings: jax.Array, prior: str) -> jax.Array:
+    """The base samples N [B, n] of `prior` (`PRIORS`) for a batch of encodings [B, n]."""
+    if prior == "hybrid":
+        return hybrid_samples(rng, encodings)
+    if prior == "standard_normal":
+        return jax.random.normal(rng, encodings.shape, encodings.dtype)
+    return encodings
+
+
+def posterior_samples(rng: jax.Array, mean: jax.Array, log_variance: jax.Array) -> jax.Array:
+    """One z ~ q(z | x) = N(mean, exp(log_variance)) per row, [B, n]."""
+    return mean + jnp.exp(0.5 * log_variance) * jax.random.normal(rng, mean.shape, mean.dtype)
+
+
 def single_unit_interventions(rng: jax.Array, noise: jax.Array,
                               encodings: jax.Array) -> tuple[jax.Array, jax.Array]:
     """One hard intervention per sample: unit m_k uniform, set to unit m_k of a random
@@ -169,16 +201,22 @@ def causes(params: dict, model: nn.Module, noise: jax.Array,
 def consistency_penalties(params: dict, model: nn.Module, images: jax.Array, rng: jax.Array,
                           prior: str = "hybrid", mask_rng: jax.Array | None = None, *,
                           error: str = "l2", equivariance: str = "commute",
+                          intervention_values: str = "means",
                           step: jax.Array | None = None) -> dict:
     """{"invariance": L_INV, "equivariance": L_EQV} on a batch of images [B, H, W, ch]
-    in [0, 1] (the module docstring's estimates, `error` and `equivariance` of
-    `ERRORS` and `EQUIVARIANCES`; an XBlock at training step `step`)."""
+    in [0, 1] (the module docstring's estimates; `prior`, `error`, `equivariance` and
+    `intervention_values` of `PRIORS`, `ERRORS`, `EQUIVARIANCES` and
+    `INTERVENTION_VALUES`; an XBlock at training step `step`)."""
     prior_rng, intervention_rng = jax.random.split(rng)
-    encodings = jax.lax.stop_gradient(
-        model.apply({"params": params}, images, method=model.encode)[0])
-    noise = hybrid_samples(prior_rng, encodings) if prior == "hybrid" else encodings
+    mean, log_variance = jax.lax.stop_gradient(
+        model.apply({"params": params}, images, method=model.encode))
+    noise = base_samples(prior_rng, mean, prior)
+    if intervention_values == "posterior_samples":  # its own key: the other draws stay
+        values = posterior_samples(jax.random.fold_in(rng, 1), mean, log_variance)
+    else:
+        values = mean
     intervened_noise, intervened = single_unit_interventions(intervention_rng, noise,
-                                                             encodings)
+                                                             values)
     units = noise.shape[-1]
     # One pass for both responses (the same mask sample on each); the base response
     # is a fixed target.
@@ -202,15 +240,16 @@ def with_consistency(loss_fn: Callable, model: nn.Module, consistency: Mapping,
                      params_of: Callable = lambda params: params) -> Callable:
     """`loss_fn(params, batch, rng, ...)` plus λ_INV(t)·L_INV + λ_EQV(t)·L_EQV of the
     section `consistency` (its weights, default 0, warmed up over `warmup_steps` of
-    the batch's training step t, and its prior, error and equivariance), the
+    the batch's training step t, its prior, error, equivariance and intervention
+    values), the
     penalties' rng folded from the loss's so that the loss's own draws are unchanged.
     `params_of` picks the autoencoder's params (FactorVAE's are params["vae"]). Adds
     the metrics invariance_penalty, equivariance_penalty and consistency_warmup (the
     weights' current fraction); the signature stays the loss's."""
     check_consistency_config(consistency)
     weights = [float(consistency.get(name, 0.0)) for name in WEIGHT_NAMES]
-    options = {"error": setting(consistency, "error"),
-               "equivariance": setting(consistency, "equivariance")}
+    options = {key: setting(consistency, key)
+               for key in ("error", "equivariance", "intervention_values")}
     prior = setting(consistency, "prior")
     warmup_steps = setting(consistency, "warmup_steps")
 

@@ -87,7 +87,8 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     check_adam_config(cfg.optim, "vae.optim")
     check_discriminator_section(cfg)
     if "consistency" in cfg:
-        consistency.check_consistency_config(cfg.consistency)
+        consistency.check_consistency_config(
+            cfg.consistency, variational=is_variational(cfg.objective.name))
     if cfg.train.num_steps < 1:
         raise ValueError(f"vae.train.num_steps must be positive, got {cfg.train.num_steps}")
     seed_stacking.check_num_seeds(config, mesh)

@@ -116,6 +116,54 @@ def test_penalties_equal_the_hand_computation(mixed, error, equivariance):
     assert invariance > 0 and equivariance_value > 0
 
 
+def test_standard_normal_base_samples_ignore_the_encodings():
+    encodings = jnp.full((4000, 2), 7.0)
+    samples = np.asarray(consistency.base_samples(jax.random.key(0), encodings,
+                                                  "standard_normal"))
+    assert samples.shape == (4000, 2)
+    np.testing.assert_allclose(samples.mean(axis=0), 0.0, atol=0.06)  # 4 standard errors
+    np.testing.assert_allclose(samples.std(axis=0), 1.0, atol=0.05)
+    np.testing.assert_array_equal(
+        consistency.base_samples(jax.random.key(0), encodings, "posterior"), encodings)
+
+
+def test_posterior_samples_have_the_posteriors_mean_and_variance():
+    mean = jnp.tile(jnp.array([[-2.0, 3.0]]), (20_000, 1))
+    log_variance = jnp.tile(jnp.log(jnp.array([[0.25, 4.0]])), (20_000, 1))
+    samples = np.asarray(consistency.posterior_samples(jax.random.key(1), mean, log_variance))
+    np.testing.assert_allclose(samples.mean(axis=0), [-2.0, 3.0], atol=0.06)
+    np.testing.assert_allclose(samples.var(axis=0), [0.25, 4.0], rtol=0.05)
+
+
+def test_the_authors_variational_sampling_equals_the_hand_computation():
+    """The authors' XCVAE (GiuliaLanzillotta/CausalAE, models/CAE.py with
+    `VAEBase.sample_noise_from_prior` and `sample_noise_from_posterior`): base samples
+    from N(0, I), intervention values from z ~ q(z | x); here q's log-variance is 0,
+    so z = mean + ε. The other draws keep their keys: only the values change."""
+    rng = jax.random.key(3)
+    penalties = consistency.consistency_penalties(
+        PARAMS, LinearAutoencoder(), IMAGES, rng, "standard_normal",
+        intervention_values="posterior_samples")
+    prior_rng, intervention_rng = jax.random.split(rng)
+    means = IMAGES.reshape(6, 4).astype(np.float64) @ ENCODER
+    values = means + np.asarray(jax.random.normal(jax.random.fold_in(rng, 1), (6, 2)))
+    noise = np.asarray(jax.random.normal(prior_rng, (6, 2)), np.float64)
+    intervened, one_hot = map(np.asarray, consistency.single_unit_interventions(
+        intervention_rng, jnp.asarray(noise, jnp.float32), jnp.asarray(values, jnp.float32)))
+    # Each intervened value is a posterior sample, not a mean.
+    assert not np.isin(intervened[one_hot == 1], means.astype(np.float32)).any()
+    assert np.isin(intervened[one_hot == 1], values.astype(np.float32)).all()
+
+    def respond(n):
+        return 1 / (1 + np.exp(-(n @ DECODER))) @ ENCODER
+
+    plain, after = respond(noise), respond(intervened.astype(np.float64))
+    invariance = ((1 - one_hot) * np.abs(after - plain)).sum(axis=1).mean() / 2
+    equivariance = np.abs(np.where(one_hot == 1, intervened, plain) - after).sum(axis=1).mean() / 2
+    np.testing.assert_allclose(penalties["invariance"], invariance, rtol=1e-4)
+    np.testing.assert_allclose(penalties["equivariance"], equivariance, rtol=1e-4)
+
+
 def test_the_two_equivariance_pairings_differ_for_a_response_that_is_not_the_identity():
     values = [consistency.consistency_penalties(PARAMS, LinearAutoencoder(), IMAGES,
                                                 jax.random.key(3), equivariance=kind)
@@ -204,7 +252,17 @@ def test_enabled_only_with_a_positive_weight():
                                    r"\('commute', 'self'\), got 'commutes'"),
     ({"warmup_steps": -1}, "vae.consistency.warmup_steps must be a whole number >= 0"),
     ({"warmup_steps": 2.5}, "vae.consistency.warmup_steps must be a whole number >= 0"),
+    ({"intervention_values": "samples"}, r"vae.consistency.intervention_values must be "
+                                         r"one of \('means', 'posterior_samples'\)"),
 ])
 def test_bad_sections_are_named(section, message):
     with pytest.raises(ValueError, match=message):
         consistency.check_consistency_config(section)
+
+
+@pytest.mark.parametrize("key, value", sorted(consistency.VARIATIONAL_ONLY.items()))
+def test_a_deterministic_autoencoder_cannot_sample_a_prior_or_posterior(key, value):
+    consistency.check_consistency_config({key: value})  # a variational loss may
+    with pytest.raises(ValueError, match=f"vae.consistency.{key}='{value}' needs a "
+                                         f"variational loss"):
+        consistency.check_consistency_config({key: value}, variational=False)

@@ -47,11 +47,20 @@ def test_tiny_xae_with_consistency_trains_and_scores(xae_run):
 
 
 def test_tiny_xvae_run_has_an_xblock_kl_and_card_scores(tmp_path):
+    """Trained with the invariance penalty on the authors' XCVAE sampling: base samples
+    from N(0, I), intervention values sampled from q(z | x)."""
     config = xvae_dsprites_synth.get_config("tiny")
+    config.vae.consistency.invariance_weight = 4.0
+    config.vae.consistency.prior = "standard_normal"
+    config.vae.consistency.intervention_values = "posterior_samples"
     # The card scores the first NUM_SCORED_IMAGES test images: the stage the same.
     config.vae.train.num_eval_images = consistency_scores.NUM_SCORED_IMAGES
     results = stages.run(config, tmp_path)["vae"]
     assert results["test_kl"] >= 0 and "consistency" in results
+    logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    penalties = [row.get("metrics", row)["invariance_penalty"] for row in logged
+                 if "invariance_penalty" in row.get("metrics", row)]
+    assert penalties and all(np.isfinite(penalties)) and max(penalties) > 0
     # In the stage's batch size: a 4-step model's units barely vary, so the scores'
     # normalisation magnifies the rounding of another batch size (0.6 % on an AVX2 host).
     run = trained_runs.open_run(tmp_path, make_data_mesh(),

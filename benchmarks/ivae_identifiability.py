@@ -90,7 +90,7 @@ import optax  # noqa: E402
 
 from causal_disent.data import nonlinear_ica  # noqa: E402
 from causal_disent.evaluation.metrics.mcc import mean_correlation_coefficient  # noqa: E402
-from causal_disent.models.ivae import VectorIVAE  # noqa: E402
+from causal_disent.models.ivae import VectorIVAE, check_prior_fields  # noqa: E402
 from causal_disent.objectives.ivae import vector_ivae_loss  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 
@@ -114,6 +114,8 @@ class Settings:
     matrices: str = "orthogonal"
     hidden: int = 50
     num_hidden_layers: int = 3
+    prior_mean: str = "zero"  # the iVAE authors' N(0, diag λ(u)); "learned": N(μ(u), ·)
+    prior_hidden_layers: int = 2  # log λ(u) by three linear layers (1 with "learned")
     decoder_variance: float = 0.003
     learning_rate: float = 3e-3
     batch_size: int = 256
@@ -134,7 +136,9 @@ def make_model(conditional: bool, num_sources: int, num_segments: int,
     return VectorIVAE(data_dim=num_sources, num_latents=num_sources,
                       auxiliary_size=num_segments, hidden=settings.hidden,
                       num_hidden_layers=settings.num_hidden_layers,
-                      decoder_variance=settings.decoder_variance, conditional=conditional)
+                      decoder_variance=settings.decoder_variance, conditional=conditional,
+                      prior_mean=settings.prior_mean,
+                      prior_hidden_layers=settings.prior_hidden_layers)
 
 
 def train(model: VectorIVAE, x: np.ndarray, u: np.ndarray, seed: int,
@@ -242,8 +246,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def settings_of(args: argparse.Namespace) -> tuple[Settings, list[int]]:
+    """The settings and seeds; SystemExit with one `error:` line for a prior the model
+    cannot build."""
     settings = Settings(**{field.name: getattr(args, field.name)
                            for field in dataclasses.fields(Settings)})
+    try:
+        check_prior_fields(settings.prior_mean, settings.prior_hidden_layers, "--")
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
     return settings, list(range(args.seeds))
 
 

@@ -69,6 +69,28 @@ def conditional_gaussian_prior(hidden: int, num_latents: int) -> GaussianHead:
 PRIOR_MEANS = ("zero", "learned")
 
 
+def check_prior_fields(prior_mean: str, prior_hidden_layers: int, section: str) -> None:
+    """ValueError naming `section`'s field unless the prior's mean is one of
+    `PRIOR_MEANS` and its hidden layers fit it."""
+    if prior_mean not in PRIOR_MEANS:
+        raise ValueError(f"{section}prior_mean must be one of {PRIOR_MEANS}, got "
+                         f"{prior_mean!r}")
+    if prior_hidden_layers < 1:
+        raise ValueError(f"{section}prior_hidden_layers must be positive, got "
+                         f"{prior_hidden_layers}")
+    if prior_mean == "learned" and prior_hidden_layers != 1:
+        raise ValueError(f"{section}prior_hidden_layers must be 1 with prior_mean "
+                         "'learned' (its μ(u), log λ(u) head has one hidden layer)")
+
+
+def prior_network(prior_mean: str, hidden: int, hidden_layers: int,
+                  num_latents: int) -> nn.Module:
+    """p(z | u) of `prior_mean`: `ZeroMeanPrior` or `conditional_gaussian_prior`."""
+    if prior_mean == "zero":
+        return ZeroMeanPrior(hidden, hidden_layers, num_latents)
+    return conditional_gaussian_prior(hidden, num_latents)
+
+
 class ZeroMeanPrior(nn.Module):
     """p(z | u) = N(0, diag λ(u)): u [B, n] -> (zeros, log λ(u)), each [B, d], log λ
     by an MLP of `num_hidden_layers` leaky-ReLU layers of `hidden` units."""
@@ -109,15 +131,7 @@ class IVAE(VAE):
     def __post_init__(self):
         if self.prior_hidden < 1:
             raise ValueError(f"vae.model.prior_hidden must be positive, got {self.prior_hidden}")
-        if self.prior_mean not in PRIOR_MEANS:
-            raise ValueError(f"vae.model.prior_mean must be one of {PRIOR_MEANS}, got "
-                             f"{self.prior_mean!r}")
-        if self.prior_hidden_layers < 1:
-            raise ValueError(f"vae.model.prior_hidden_layers must be positive, got "
-                             f"{self.prior_hidden_layers}")
-        if self.prior_mean == "learned" and self.prior_hidden_layers != 1:
-            raise ValueError("vae.model.prior_hidden_layers must be 1 with prior_mean "
-                             "'learned' (its μ(u), log λ(u) head has one hidden layer)")
+        check_prior_fields(self.prior_mean, self.prior_hidden_layers, "vae.model.")
         if self.auxiliary_size < 1:
             raise ValueError(f"the auxiliary variable u (vae.auxiliary.factor) needs at least "
                              f"one value, got {self.auxiliary_size}")
@@ -125,12 +139,8 @@ class IVAE(VAE):
 
     def setup(self):
         super().setup()
-        if self.prior_mean == "zero":
-            self.conditional_prior = ZeroMeanPrior(self.prior_hidden, self.prior_hidden_layers,
-                                                   self.num_latents)
-        else:
-            self.conditional_prior = conditional_gaussian_prior(self.prior_hidden,
-                                                                self.num_latents)
+        self.conditional_prior = prior_network(self.prior_mean, self.prior_hidden,
+                                               self.prior_hidden_layers, self.num_latents)
 
     def prior(self, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
         """u [B, n] -> (mean, log-variance) of p(z | u), each [B, d]."""
@@ -161,6 +171,7 @@ def check_vector_ivae_config(model) -> None:
         raise ValueError(f"num_hidden_layers must be >= 0, got {model.num_hidden_layers}")
     if not model.decoder_variance > 0:
         raise ValueError(f"decoder_variance must be > 0, got {model.decoder_variance}")
+    check_prior_fields(model.prior_mean, model.prior_hidden_layers, "")
 
 
 class VectorIVAE(nn.Module):
@@ -169,10 +180,10 @@ class VectorIVAE(nn.Module):
 
       encoder  q(z | x, u) (q(z | x))  an MLP on [x, u] (x) -> mean, log-variance [B, d]
       decoder  p(x | z) = N(g(z), decoder_variance·I), g an MLP [B, d] -> [B, D]
-      prior    p(z | u) = `conditional_gaussian_prior` (N(0, I))
+      prior    p(z | u) of `prior_mean` (`PRIOR_MEANS`) (N(0, I))
 
     The MLPs have `num_hidden_layers` leaky-ReLU layers of `hidden` units; the prior's
-    one such layer.
+    `prior_hidden_layers` such layers.
     """
 
     data_dim: int
@@ -182,6 +193,10 @@ class VectorIVAE(nn.Module):
     num_hidden_layers: int
     decoder_variance: float
     conditional: bool
+    # The iVAE authors' prior by default (cleanIVAE: N(0, diag λ(u)), log λ by three
+    # linear layers); "learned", 1 is this project's first one.
+    prior_mean: str = dataclasses.field(default="zero", kw_only=True)
+    prior_hidden_layers: int = dataclasses.field(default=2, kw_only=True)
 
     def __post_init__(self):
         check_vector_ivae_config(self)
@@ -191,7 +206,8 @@ class VectorIVAE(nn.Module):
         self.encoder = LeakyReluMLP(self.hidden, self.num_hidden_layers, 2 * self.num_latents)
         self.decoder = LeakyReluMLP(self.hidden, self.num_hidden_layers, self.data_dim)
         if self.conditional:
-            self.conditional_prior = conditional_gaussian_prior(self.hidden, self.num_latents)
+            self.conditional_prior = prior_network(self.prior_mean, self.hidden,
+                                                   self.prior_hidden_layers, self.num_latents)
 
     def encode(self, x: jax.Array, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
         """x [B, D], u [B, n] (unused by the plain VAE) -> (mean, log-variance) [B, d]."""

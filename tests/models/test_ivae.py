@@ -146,12 +146,25 @@ def test_vector_model_shapes_and_where_u_enters(conditional):
         "mean": (2, 2), "log_variance": (2, 2), "prior_mean": (2, 2),
         "prior_log_variance": (2, 2), "reconstruction": (2, 4)}
     other_u = model.apply(variables, X, U[::-1])
-    for key in ("mean", "prior_mean"):
+    for key in ("mean", "prior_log_variance"):
         changed = not np.allclose(outputs[key], other_u[key])
         assert changed == conditional, key
-    if not conditional:  # the VAE's N(0, I)
-        np.testing.assert_array_equal(outputs["prior_mean"], 0.0)
+    # The authors' prior N(0, diag λ(u)) by default; the VAE's N(0, I).
+    np.testing.assert_array_equal(outputs["prior_mean"], 0.0)
+    if not conditional:
         np.testing.assert_array_equal(outputs["prior_log_variance"], 0.0)
+
+
+def test_vector_model_prior_is_the_authors_three_layer_network_or_the_earlier_one():
+    """ilkhem/iVAE models/nets.py `cleanIVAE`: prior_mean zeros, logl = MLP(n_layers=3),
+    three linear layers; the earlier prior learns μ(u) beside log λ(u) from one hidden
+    layer, and its mean moves with u."""
+    authors = vector_model(True).init(jax.random.key(1), X, U)["params"]["conditional_prior"]
+    assert sorted(authors["log_variance"]) == ["hidden0", "hidden1", "output"]
+    earlier = vector_model(True, prior_mean="learned", prior_hidden_layers=1)
+    variables = earlier.init(jax.random.key(1), X, U)
+    means = [earlier.apply(variables, X, u)["prior_mean"] for u in (U, U[::-1])]
+    assert not np.allclose(*means)
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -159,6 +172,8 @@ def test_vector_model_shapes_and_where_u_enters(conditional):
     (dict(hidden=0), "hidden must be positive, got 0"),
     (dict(num_hidden_layers=-1), "num_hidden_layers must be >= 0, got -1"),
     (dict(decoder_variance=0.0), "decoder_variance must be > 0, got 0.0"),
+    (dict(prior_mean="fixed"), r"prior_mean must be one of \('zero', 'learned'\)"),
+    (dict(prior_mean="learned"), "prior_hidden_layers must be 1 with prior_mean 'learned'"),
 ])
 def test_vector_model_checks_name_the_field(fields, message):
     with pytest.raises(ValueError, match=message):

@@ -291,6 +291,10 @@ def test_identifiability_benchmark_summary_and_arguments():
                                               "--matrices=lower_quartile"])
     assert seeds == [0, 1] and parsed.steps == 7 and parsed.matrices == "lower_quartile"
     assert parsed.num_segments == benchmark.Settings().num_segments
+    assert (parsed.prior_mean, parsed.prior_hidden_layers) == ("zero", 2)  # the authors'
+    with pytest.raises(SystemExit, match="error: --prior_hidden_layers must be 1 with "
+                                         "prior_mean 'learned'"):
+        benchmark.parse_settings(["--prior_mean=learned"])
 
 
 def test_mean_field_gap_vanishes_for_orthogonal_mixing_only():

@@ -17,22 +17,25 @@ over seeds (min..max) and the mean training time (compilation included), a row
 "rotation", the true sources under a Haar-random rotation (what identifying the
 sources only up to a rotation scores by chance), then the figures as JSON.
 
-Measured (2-core CPU shared with other jobs; 2.5 min in all), the defaults: d = 5
+Measured (2-core CPU shared with other jobs; 2.9 min in all), the defaults: d = 5
 Gaussian sources, M = 40 segments of 1000 points, std U[0.5, 3] per segment and
 source, L = 3 orthogonal mixing layers with leaky ReLU (slope 0.2); MLPs of 3 x 50
-(leaky ReLU 0.1), decoder variance 0.003, β = 1, Adam 3e-3, batch 256, 20 000 steps,
-seeds 0, 1, 2:
+(leaky ReLU 0.1), the iVAE authors' prior N(0, diag λ(u)) with log λ by three linear
+layers, decoder variance 0.003, β = 1, Adam 3e-3, batch 256, 20 000 steps, seeds
+0, 1, 2 (record results/ivae_identifiability_zero_mean_prior.json):
 
   model      MCC mean ± std      min..max  train s
-  ivae         0.885 ± 0.024  0.858..0.916     27.9
-  vae          0.745 ± 0.069  0.656..0.823     19.7
+  ivae         0.871 ± 0.029  0.845..0.911     35.0
+  vae          0.745 ± 0.069  0.656..0.823     22.2
   rotation     0.694 ± 0.053  0.619..0.735      0.0
 
-The iVAE beats the VAE on every seed (0.916/0.881/0.858 against 0.823/0.656/0.756);
-the VAE is little above a random rotation. Other settings, same seeds (flag: iVAE
-MCC, VAE MCC, mean ± std over the three seeds; measured when the prior network's
-layers had other names, hence other initial draws: the iVAE's default row then read
-0.874 ± 0.030):
+The iVAE beats the VAE on every seed (0.911/0.845/0.857 against 0.823/0.656/0.756);
+the VAE is little above a random rotation. The earlier prior, a learned mean μ(u)
+from one hidden layer (--prior_mean=learned --prior_hidden_layers=1; record
+results/ivae_identifiability.json), gives the iVAE 0.885 ± 0.024 (0.916/0.881/0.858).
+Other settings, same seeds, with that earlier prior (flag: iVAE MCC, VAE MCC, mean
+± std over the three seeds; measured when the prior network's layers had other
+names, hence other initial draws: the iVAE's default row then read 0.874 ± 0.030):
 
   --num_layers=1 (linear ICA)                  0.999 ± 0.002   0.709 ± 0.089
   --num_layers=2                               0.890 ± 0.091   0.691 ± 0.042

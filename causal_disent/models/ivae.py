@@ -6,12 +6,13 @@ conditioned on an observed auxiliary variable u (a segment, a class),
 
 or, as the iVAE authors' code has it (ilkhem/iVAE, models/nets.py: `prior_mean` a
 fixed zero, `logl` an MLP of three linear layers), N(0, diag λ(u)) with only log λ
-learned: `PRIOR_MEANS`. The image IVAE takes either (`prior_mean`,
-`prior_hidden_layers`); its configs the authors'.
+learned: `PRIOR_MEANS`. Both networks below take either (`prior_mean`,
+`prior_hidden_layers`): the image IVAE's configs and the vector model's default the
+authors'.
 
-which makes the latents identifiable up to permutation and componentwise
+The prior makes the latents identifiable up to permutation and componentwise
 transformations when u modulates their distributions enough (ibid. Theorem 1 and
-its conditions). Two networks, both with that prior (`conditional_gaussian_prior`):
+its conditions). Two networks (`prior_network`):
 
   IVAE        images, for the VAE family's `vae` stage: the convolutional VAE of
               models/vae.py with q(z | x) of the image alone, where the paper's

@@ -31,7 +31,7 @@ setup(
         "matplotlib>=3.8",
         "ml-collections>=0.1.1",
         "numpy>=1.26",
-        "optax>=0.2.4",
+        "optax>=0.2.5",  # optax.tree.norm
         "orbax-checkpoint>=0.11",
         "pillow>=10.0",
         "scikit-learn>=1.4",  # disentanglement-metric classifiers and mutual information

@@ -9,10 +9,13 @@ from causal_disent.report.formatting import Results, fixed, mean_std, minutes, s
 from causal_disent.runs.records import RecordError
 
 
-def consistency_shapes3d(results: Results) -> str:
-    """INV / EQV / SCN under both normalisations, with each model's test BCE."""
-    summary = results.record("consistency_shapes3d_small")["figures"]["groups"]
-    scorings = results.record("consistency_scorings_shapes3d_small")
+def consistency_shapes3d(results: Results, summary_record: str = "consistency_shapes3d_small",
+                         scorings_record: str = "consistency_scorings_shapes3d_small") -> str:
+    """INV / EQV / SCN under both normalisations, with each model's test BCE: the groups
+    of `summary_record` (causal_disent.summarize) scored by `scorings_record`
+    (benchmarks/consistency_scorings.py)."""
+    summary = results.record(summary_record)["figures"]["groups"]
+    scorings = results.record(scorings_record)
     rows = []
     for label, group in summary.items():
         paths = [run["path"] for run in group["runs"]]

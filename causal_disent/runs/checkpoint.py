@@ -179,8 +179,11 @@ class StageCheckpoints:
         self.manager.wait_until_finished()
 
     def close(self) -> None:
-        self.manager.wait_until_finished()
-        self.manager.close()
+        """Waits for the saves in flight and releases the manager; again, a no-op."""
+        if self.manager is not None:
+            self.manager.wait_until_finished()
+            self.manager.close()
+            self.manager = None
 
 
 def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -> None:

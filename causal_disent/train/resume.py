@@ -88,10 +88,14 @@ def open_stage(
         max_to_keep=train_config.max_checkpoints_to_keep,
         min_seconds_between_saves=train_config.get("min_seconds_between_checkpoints", 0.0),
     )
-    state, first_step, finished = start_or_resume(
-        stage=stage, workdir=workdir, checkpoints=checkpoints, create_state=create_state,
-        mesh=mesh, total_steps=total_steps,
-    )
+    try:
+        state, first_step, finished = start_or_resume(
+            stage=stage, workdir=workdir, checkpoints=checkpoints, create_state=create_state,
+            mesh=mesh, total_steps=total_steps,
+        )
+    except BaseException:  # nothing restorable, or a stop: the manager is released
+        checkpoints.close()
+        raise
     if finished is not None:
         checkpoints.close()
     return checkpoints, state, first_step, finished

@@ -113,6 +113,26 @@ def run_stage(stage: Stage, workdir: Path, mesh: Mesh, mode: str = "train") -> d
     plan = stage.plan(first_step)
     eval_every_steps = cfg.get("eval_every_steps", 0)
     writer = MetricsWriter(workdir)
+    try:
+        state = _train(stage, state, first_step, plan, cfg, mesh, writer, checkpoints)
+    except BaseException:
+        # A stop (signal, time budget, non-finite values, a failure): what was
+        # written and saved is finished and released before the error goes on.
+        _release(writer, checkpoints, workdir, stage.name)
+        raise
+    writer.close()
+    checkpoints.close()
+    final_step = int(jax.device_get(state.step))
+    if plan.curve_point is not None and eval_every_steps > 0:
+        plan.curve_point(state, final_step)  # `fit` leaves the last step to the stage
+    return _evaluate(stage, state, final_step, workdir)
+
+
+def _train(stage: Stage, state, first_step: int, plan, cfg, mesh: Mesh,
+           writer: MetricsWriter, checkpoints) -> Any:
+    """Trains `stage` from `first_step` to its last step (`fit`), or, when it has none
+    left, drops what an attempt killed after its last checkpoint logged past it."""
+    eval_every_steps = cfg.get("eval_every_steps", 0)
     if plan.training is not None and first_step < stage.total_steps:
         k = cfg.get("steps_per_call", 1)
         multi_step.check_total_steps(stage.name, stage.total_steps, first_step, k)
@@ -135,12 +155,18 @@ def run_stage(stage: Stage, workdir: Path, mesh: Mesh, mode: str = "train") -> d
         )
     else:  # killed after its last checkpoint: drop what that attempt logged past it
         writer.discard_after(stage.name, first_step)
-    writer.close()
-    checkpoints.close()
-    final_step = int(jax.device_get(state.step))
-    if plan.curve_point is not None and eval_every_steps > 0:
-        plan.curve_point(state, final_step)  # `fit` leaves the last step to the stage
-    return _evaluate(stage, state, final_step, workdir)
+    return state
+
+
+def _release(writer: MetricsWriter, checkpoints, workdir: Path, stage: str) -> None:
+    """Closes the stage's metrics writer, checkpoints and event file on the way out
+    of a stop; a failure here is logged, not raised over the stop's own error."""
+    for close in (writer.close, checkpoints.close,
+                  lambda: tensorboard.close(workdir, stage)):
+        try:
+            close()
+        except Exception as failure:  # noqa: BLE001 - the stop's error matters more
+            logging.warning("[%s] while stopping: %s", stage, failure)
 
 
 def _evaluate(stage: Stage, state, step: int, workdir: Path) -> dict:

@@ -51,5 +51,5 @@ def train_step(
     step_rng = jax.random.fold_in(rng, state.step)
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
     (loss, metrics), grads = grad_fn(state.params, batch, step_rng)
-    metrics = {**metrics, "loss": loss, "grad_norm": optax.global_norm(grads)}
+    metrics = {**metrics, "loss": loss, "grad_norm": optax.tree.norm(grads)}
     return state.apply_gradients(grads=grads), metrics

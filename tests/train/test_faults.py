@@ -16,12 +16,21 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from causal_disent.runs import checkpoint
+from causal_disent.runs import checkpoint, tensorboard
 from causal_disent.train import finite_guard, interrupts, loop, reporting, stages
 from causal_disent.utils import json_values
 from tests.helpers import REPO_ROOT
 from tests.train.test_deadline import FakeCheckpoints
 from tests.train.test_training import final_params, tiny_config
+
+
+@pytest.fixture(autouse=True)
+def event_files_closed(tmp_path):
+    """The fakes here drive `loop.fit` without a stage runner, which would close the
+    stage's TensorBoard event file: closed after each test instead."""
+    yield
+    for stage in ("fake", "a", "b"):
+        tensorboard.close(tmp_path, stage)
 
 
 def strict_json(text: str):
@@ -211,7 +220,9 @@ def test_sigterm_from_outside_saves_exits_143_and_the_rerun_resumes(tmp_path):
     # thread's own write to stderr ("--- Logging error ---"); the watchdog announces it.
     assert "Traceback" not in stderr and "Logging error" not in stderr, stderr[-3000:]
     assert "SIGTERM received: saving a checkpoint after the current step" in stderr
-    saved = checkpoint.StageCheckpoints(tmp_path, "mcqvae", {}, 1, 1).latest_step()
+    checkpoints = checkpoint.StageCheckpoints(tmp_path, "mcqvae", {}, 1, 1)
+    saved = checkpoints.latest_step()
+    checkpoints.close()
     assert f"stopped: SIGTERM received: stage mcqvae saved at step {saved}; rerun" in stdout
     rows = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert [row["step"] for row in rows] == list(range(1, saved + 1))

@@ -161,7 +161,7 @@ def regression_step(state, batch, rng, *, name="mse"):
         return jnp.mean((prediction - batch["y"]) ** 2)
 
     loss, grads = jax.value_and_grad(loss_fn)(state.params)
-    return state.apply_gradients(grads=grads), {name: loss, "grad_norm": optax.global_norm(grads)}
+    return state.apply_gradients(grads=grads), {name: loss, "grad_norm": optax.tree.norm(grads)}
 
 
 def regression_batches(count):

@@ -74,6 +74,7 @@ class StageCheckpoints:
         self.min_seconds_between_saves = min_seconds_between_saves
         self._clock = clock
         self._last_save = clock()  # the stage's start: nothing before it to lose
+        self._closed = False
         # We decide when to save (orbax would also save the first step it sees).
         self.manager = ocp.CheckpointManager(
             self.directory,
@@ -180,10 +181,10 @@ class StageCheckpoints:
 
     def close(self) -> None:
         """Waits for the saves in flight and releases the manager; again, a no-op."""
-        if self.manager is not None:
+        if not self._closed:
             self.manager.wait_until_finished()
             self.manager.close()
-            self.manager = None
+            self._closed = True
 
 
 def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -> None:

@@ -5,6 +5,10 @@ configs/xae_dsprites_synth.py).
 
   python -m causal_disent.main --config=configs/xvae_dsprites_synth.py:small --workdir=W
   ... --config.vae.consistency.invariance_weight=4     (XCVAE-I)
+
+Given a consistency weight, it trains as the authors' XCVAE (GiuliaLanzillotta/CausalAE,
+models/CAE.py): base samples from the prior N(0, I), intervened with posterior samples
+(docs/consistency_results.md compares it with encoder means on one seed).
 """
 
 import ml_collections
@@ -13,4 +17,7 @@ from configs import betavae_dsprites_synth, xae_dsprites_synth
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return xae_dsprites_synth.with_xblock(betavae_dsprites_synth.get_config(arg), arg)
+    config = xae_dsprites_synth.with_xblock(betavae_dsprites_synth.get_config(arg), arg)
+    config.vae.consistency.prior = "standard_normal"
+    config.vae.consistency.intervention_values = "posterior_samples"
+    return config

@@ -282,6 +282,7 @@ def headline(results: Results) -> str:
 TABLES: dict[str, Callable[[Results], str]] = {
     "headline": headline,
     "ct_small_seeds": ct_tables.ct_small_seeds,
+    "ct_small_seeds_authors_activations": ct_tables.ct_small_seeds_authors_activations,
     "ct_small_seeds_previous": ct_tables.ct_small_seeds_previous,
     "ct_small_run": ct_tables.ct_small_run,
     "ct_small_tried": ct_tables.ct_small_tried,

@@ -47,12 +47,12 @@ def test_tiny_xae_with_consistency_trains_and_scores(xae_run):
 
 
 def test_tiny_xvae_run_has_an_xblock_kl_and_card_scores(tmp_path):
-    """Trained with the invariance penalty on the authors' XCVAE sampling: base samples
-    from N(0, I), intervention values sampled from q(z | x)."""
+    """Trained with the invariance penalty on the authors' XCVAE sampling, the config's:
+    base samples from N(0, I), intervention values sampled from q(z | x)."""
     config = xvae_dsprites_synth.get_config("tiny")
+    assert (config.vae.consistency.prior, config.vae.consistency.intervention_values) == (
+        "standard_normal", "posterior_samples")
     config.vae.consistency.invariance_weight = 4.0
-    config.vae.consistency.prior = "standard_normal"
-    config.vae.consistency.intervention_values = "posterior_samples"
     # The card scores the first NUM_SCORED_IMAGES test images: the stage the same.
     config.vae.train.num_eval_images = consistency_scores.NUM_SCORED_IMAGES
     results = stages.run(config, tmp_path)["vae"]

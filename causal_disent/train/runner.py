@@ -114,7 +114,8 @@ def run_stage(stage: Stage, workdir: Path, mesh: Mesh, mode: str = "train") -> d
     eval_every_steps = cfg.get("eval_every_steps", 0)
     writer = MetricsWriter(workdir)
     try:
-        state = _train(stage, state, first_step, plan, cfg, mesh, writer, checkpoints)
+        state = _train(stage, state, first_step, plan, eval_every_steps, mesh, writer,
+                       checkpoints)
     except BaseException:
         # A stop (signal, time budget, non-finite values, a failure): what was
         # written and saved is finished and released before the error goes on.
@@ -128,11 +129,11 @@ def run_stage(stage: Stage, workdir: Path, mesh: Mesh, mode: str = "train") -> d
     return _evaluate(stage, state, final_step, workdir)
 
 
-def _train(stage: Stage, state, first_step: int, plan, cfg, mesh: Mesh,
+def _train(stage: Stage, state, first_step: int, plan, eval_every_steps: int, mesh: Mesh,
            writer: MetricsWriter, checkpoints) -> Any:
     """Trains `stage` from `first_step` to its last step (`fit`), or, when it has none
     left, drops what an attempt killed after its last checkpoint logged past it."""
-    eval_every_steps = cfg.get("eval_every_steps", 0)
+    cfg = stage.train_config
     if plan.training is not None and first_step < stage.total_steps:
         k = cfg.get("steps_per_call", 1)
         multi_step.check_total_steps(stage.name, stage.total_steps, first_step, k)

@@ -38,6 +38,7 @@ setup(
         "scipy>=1.11",  # reads the Reed et al. (2015) .mat archives
         "tensorboardX>=2.6",  # TensorBoard event files without TensorFlow
         "tensorflow-datasets>=4.9.7",
+        "tensorstore",  # (orbax-checkpoint sets its version) reads a checkpoint's values before orbax does (runs/checkpoint.py)
     ],
     extras_require={
         # nbclient and ipykernel run the notebooks; tensorboard reads event files back;

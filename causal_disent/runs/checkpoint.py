@@ -35,6 +35,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+import tensorstore as ts
 from absl import logging
 
 
@@ -136,6 +137,7 @@ class StageCheckpoints:
         for step in sorted(self.manager.all_steps(), reverse=True):
             try:
                 check_signature(self.directory, step, self.signature, self.manager)
+                check_arrays_readable(self.directory / str(step))
                 restored = self.manager.restore(
                     step,
                     args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state)),
@@ -237,6 +239,42 @@ def check_signature(directory: Path, step: int, signature: dict, manager) -> Non
         f"{directory / str(step)} ({'; '.join(differences)}). Use a new --workdir, "
         f"or restore the config that wrote it."
     )
+
+
+def check_arrays_readable(step_dir: Path, keys_per_batch: int = 64) -> None:
+    """Reads every stored value of a step's `state` item (an OCDBT database) with
+    TensorStore, waiting for each read; UnreadableCheckpoint names the first failure.
+
+    Why before orbax's restore: when one of orbax's parallel reads fails, it closes
+    its event loop with the other reads still in flight, and each of them prints a
+    traceback ("Event loop is closed") as it completes, about 140 for a tiny MCQ-VAE's
+    truncated step, on the console of a run that then resumes fine. Here no read is
+    left behind. An intact step costs one more read of its files (12 ms for that
+    model's 144 values); a state not stored as OCDBT is left to orbax."""
+    state_dir = step_dir / "state"
+    if not (state_dir / "manifest.ocdbt").exists():
+        return
+    try:
+        store = ts.KvStore.open({"driver": "ocdbt",
+                                 "base": {"driver": "file", "path": f"{state_dir}/"}}).result()
+        keys = store.list().result()
+        for start in range(0, len(keys), keys_per_batch):  # bounds the bytes held at once
+            reads = [store.read(key) for key in keys[start:start + keys_per_batch]]
+            failures = [_read_failure(read) for read in reads]  # waits for every read
+            failure = next((error for error in failures if error is not None), None)
+            if failure is not None:
+                raise failure
+    except Exception as error:
+        raise _corrupt(step_dir, error) from error
+
+
+def _read_failure(read) -> Exception | None:
+    try:
+        if read.result().state != "value":
+            return ValueError("a stored value is missing")
+    except Exception as error:
+        return error
+    return None
 
 
 def _corrupt(path: Path, error: Exception) -> UnreadableCheckpoint:

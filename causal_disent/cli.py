@@ -165,6 +165,10 @@ def _config_file_problem(text: str) -> str:
     if missing:
         return (f"config file {missing.group(1)} does not exist; pass "
                 f"--{CONFIG_FLAG}=configs/<name>.py[:variant] (see configs/)")
+    directory = re.search(r"Is a directory: '([^']+)'", text)
+    if directory:
+        return (f"--{CONFIG_FLAG}={directory.group(1)} is a directory; pass one of its "
+                f"files, --{CONFIG_FLAG}=configs/<name>.py[:variant]")
     if re.search(r"No module named '?configs\b", text):
         return (f"the config file builds on the library's configs/ (`from configs import "
                 f"...`), which this installation lacks ({LIBRARY_CONFIGS} does not exist): "

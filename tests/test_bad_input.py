@@ -25,6 +25,8 @@ MAIN = "causal_disent.main"
 CASES = [
     ("missing config file", MAIN, ["--config=configs/nope.py", "--workdir={w}"],
      r"config file configs/nope.py does not exist; pass --config=configs/<name>.py"),
+    ("a directory as the config", MAIN, ["--config=configs", "--workdir={w}"],
+     r"--config=configs is a directory; pass one of its files, --config=configs/<name>.py"),
     ("shared part as a config", MAIN, ["--config=configs/_loop_settings.py", "--workdir={w}"],
      r"the config file defines no get_config\(\); pass an experiment's config"),
     ("unknown variant", MAIN, ["--config=configs/ctvae_shapes3d.py:huge", "--workdir={w}"],

@@ -50,7 +50,7 @@ from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from causal_disent import cli  # noqa: E402
-from causal_disent.runs import records  # noqa: E402
+from causal_disent.runs import orbax_noise, records  # noqa: E402
 from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info  # noqa: E402
 from causal_disent.runs.config_file import RunConfigError, read_config  # noqa: E402
 from causal_disent.runs.results import read_results  # noqa: E402
@@ -150,6 +150,8 @@ def _run() -> None:
     # metric (sklearn, matplotlib), seconds that a mistyped flag should not wait for.
     from causal_disent.train import stages
     logging.get_absl_handler().addFilter(quiet_orbax_info)
+    logging.get_absl_handler().addFilter(orbax_noise.console_filter)
+    orbax_noise.install_unraisable_filter()
     if not _SHOW_LOG.value:
         console.quiet_stderr()
     if _DISTRIBUTED.value:
@@ -168,6 +170,21 @@ def _run() -> None:
     except TimeBudgetExhausted as paused:
         print(f"paused: {paused}; rerun the same command to continue", flush=True)
         sys.exit(EXIT_PAUSED)
+    except OSError as error:  # the workdir's disk full or read-only, late in a run
+        sys.exit(f"error: {file_failure(error, workdir)}")
+
+
+def file_failure(error: OSError, workdir: Path) -> str:
+    """One line for a file the run could not write once it had started (a figure, a
+    metrics row, an event file: checkpoints name their step, runs/checkpoint.py)."""
+    where = error.filename or f"in {workdir}"
+    redraw = ""
+    if error.filename and Path(error.filename).parent.name == "figures":
+        # Its stage's results are recorded: the rerun skips the stage, figures and all.
+        redraw = f", then draw the figures again with --workdir={workdir} --mode=figures"
+    return (f"cannot write {where} ({error.strerror or error}); the checkpoints saved so "
+            f"far are intact: free space (or fix the permissions) and rerun the same "
+            f"command to resume from the last one{redraw}")
 
 
 def _stopped_line(stopped: interrupts.Interrupted) -> str:

@@ -27,6 +27,8 @@ dispatch the next steps.
 
 import json
 import logging as python_logging
+import os
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -75,6 +77,7 @@ class StageCheckpoints:
         self.min_seconds_between_saves = min_seconds_between_saves
         self._clock = clock
         self._last_save = clock()  # the stage's start: nothing before it to lose
+        self._last_saved_step: int | None = None
         self._closed = False
         # We decide when to save (orbax would also save the first step it sees).
         self.manager = ocp.CheckpointManager(
@@ -124,9 +127,13 @@ class StageCheckpoints:
                 ),
                 force=True,
             )
-        except OSError as error:
-            raise _unwritable(self.directory / str(step), error) from error
+        except Exception as error:  # this save, or the one before it in the background
+            failure = self._write_failure(error, step)
+            if failure is None:
+                raise
+            raise failure from error
         self._last_save = self._clock()
+        self._last_saved_step = step
 
     def restore_latest(self, abstract_state):
         """The newest readable saved state, placed like `abstract_state`, or None if
@@ -179,14 +186,44 @@ class StageCheckpoints:
         self.manager.reload()
 
     def wait(self) -> None:
-        self.manager.wait_until_finished()
+        """Waits for the saves in flight; CheckpointError if one could not be written."""
+        try:
+            self.manager.wait_until_finished()
+        except Exception as error:
+            failure = self._write_failure(error, self._last_saved_step)
+            if failure is None:
+                raise
+            raise failure from error
 
     def close(self) -> None:
-        """Waits for the saves in flight and releases the manager; again, a no-op."""
-        if not self._closed:
-            self.manager.wait_until_finished()
-            self.manager.close()
-            self._closed = True
+        """Waits for the saves in flight and releases the manager, once: a save that
+        failed in the background raises CheckpointError here, and later calls do
+        nothing (a stop's cleanup does not report it twice)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.wait()
+        finally:
+            try:
+                self.manager.close()
+            except Exception as error:  # noqa: BLE001 - already reported by wait()
+                logging.info("closing the checkpoint manager of %s: %s", self.directory,
+                             _first_line(error))
+
+    def _write_failure(self, error: Exception, step: int | None) -> CheckpointError | None:
+        """CheckpointError naming the step (the one in orbax's message, else `step`) and
+        the OS's reason when `error` is a failed write (orbax reports TensorStore's as
+        ValueError with the OS error's code, and a background save's at the next save
+        or wait); None otherwise."""
+        reason = _io_failure_reason(error)
+        if reason is None:
+            return None
+        written = re.search(rf"{re.escape(str(self.directory))}/(\d+)", str(error))
+        if written:
+            step = int(written.group(1))
+        path = self.directory if step is None else self.directory / str(step)
+        return _unwritable(path, reason)
 
 
 def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -> None:
@@ -284,12 +321,31 @@ def _corrupt(path: Path, error: Exception) -> UnreadableCheckpoint:
     )
 
 
-def _unwritable(path: Path, error: OSError) -> CheckpointError:
+def _unwritable(path: Path, reason: str) -> CheckpointError:
     return CheckpointError(
-        f"cannot write the checkpoint {path} ({error.strerror or error}); the earlier "
+        f"cannot write the checkpoint {path} ({reason}); the earlier "
         f"checkpoints are intact. Free space (or fix the permissions) and rerun the "
         f"same command to resume from the last one."
     )
+
+
+# TensorStore's errors carry the OS error's number as [os_error_code='28'] (or =28).
+_OS_ERROR_CODE = re.compile(r"\[os_error_code='?(\d+)'?\]")
+
+
+def _io_failure_reason(error: BaseException) -> str | None:
+    """The OS's words for a failed file operation in `error` or its causes ("No space
+    left on device"), or None when none of them is one."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError):
+            return error.strerror or str(error)
+        code = _OS_ERROR_CODE.search(str(error))
+        if code:
+            return os.strerror(int(code.group(1)))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _first_line(error: Exception, limit: int = 200) -> str:

@@ -71,12 +71,49 @@ def log_to_file(path: Path) -> python_logging.Handler | None:
     if jax.process_index() != 0:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = python_logging.FileHandler(path)
+    handler = _LogFile(path)
     handler.setLevel(python_logging.INFO)
     handler.setFormatter(python_logging.Formatter(
         "%(asctime)s %(levelname)s %(module)s: %(message)s"))
     python_logging.getLogger().addHandler(handler)  # absl logs through the root logger
     return handler
+
+
+class _LogFile(python_logging.FileHandler):
+    """A file log that, when it cannot write (a full disk), says so in one line on
+    stderr and writes nothing more, where logging's default prints a traceback for
+    every record after it and its close raises over the run's own error."""
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.failed = False
+
+    def emit(self, record: python_logging.LogRecord) -> None:
+        if not self.failed:
+            super().emit(record)
+
+    def handleError(self, record: python_logging.LogRecord) -> None:
+        self._give_up(sys.exc_info()[1])
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError as error:
+            self._give_up(error)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError as error:  # its last flush
+            self._give_up(error)
+
+    def _give_up(self, error: BaseException | None) -> None:
+        if self.failed:
+            return
+        self.failed = True
+        reason = getattr(error, "strerror", None) or error
+        print(f"warning: cannot write {self.baseFilename} ({reason}); the run goes on "
+              f"without it", file=sys.stderr, flush=True)
 
 
 def quiet_stderr() -> None:

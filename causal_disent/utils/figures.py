@@ -165,7 +165,13 @@ def write_png(figure: Figure, path: Path) -> None:
     figure.set_dpi(DPI)
     canvas = FigureCanvasAgg(figure)
     canvas.draw()
-    Image.fromarray(np.asarray(canvas.buffer_rgba())).save(path, format="png")
+    try:
+        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(path, format="png")
+    except OSError as error:
+        if error.filename is not None:
+            raise
+        # PIL's error on a full disk names no file; the run's error line should.
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from error
 
 
 # --------------------------------------------------------------------------- #

@@ -7,6 +7,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -195,14 +196,24 @@ def test_outside_training_a_signal_stops_at_once():
             time.sleep(5)  # interrupted long before
 
 
-def run_cli(*args):
+# Caps the size of every file the command writes, then runs it (the limit holds across
+# exec; a preexec_fn would fork this multithreaded process instead).
+CAPPED = ("import os, resource, sys; "
+          "resource.setrlimit(resource.RLIMIT_FSIZE, "
+          "(int(sys.argv[1]), resource.getrlimit(resource.RLIMIT_FSIZE)[1])); "
+          "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])")
+
+
+def run_cli(*args, file_size_limit: int | None = None):
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
     # These runs are stopped by signals, perhaps while a compiled program is written
     # to the test worker's compilation cache (tests/conftest.py).
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    return subprocess.Popen([sys.executable, "-m", "causal_disent.main", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO_ROOT)
+    command = [sys.executable, "-m", "causal_disent.main", *args]
+    if file_size_limit is not None:
+        command = [sys.executable, "-c", CAPPED, str(file_size_limit), *command[1:]]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO_ROOT)
 
 
 def test_sigterm_from_outside_saves_exits_143_and_the_rerun_resumes(tmp_path):
@@ -235,6 +246,28 @@ def test_sigterm_from_outside_saves_exits_143_and_the_rerun_resumes(tmp_path):
     assert process.returncode == 0, stderr[-3000:]
     assert f"[mcqvae] resuming from the checkpoint of step {saved} of" in stdout
     assert json.loads((tmp_path / "results.json").read_text())["mcqvae"]["steps"] == saved + 2
+
+
+def test_a_full_disk_ends_in_one_error_line_and_the_rerun_finishes(tmp_path):
+    """Files capped at 32 KiB (RLIMIT_FSIZE: a write past it fails with EFBIG, as one
+    on a full disk fails with ENOSPC) fail a checkpoint's background write and the
+    log file's. Before, orbax's threads printed about fifty tracebacks and the run
+    ended in one of its own, with no `error:` line."""
+    config = f"--config={REPO_ROOT / 'configs' / 'ctvae_shapes3d.py'}:tiny"
+    args = [config, f"--workdir={tmp_path}", "--config.stages=('mcqvae',)",
+            "--compilation_cache=off"]
+    process = run_cli(*args, file_size_limit=32 * 1024)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 1, stderr[-3000:]
+    assert "Traceback" not in stdout + stderr and "Logging error" not in stderr, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and re.fullmatch(
+        r"error: cannot write .* \(File too large\); .*rerun the same command to resume "
+        r"from the last one\.?", errors[0]), stderr[-3000:]
+    process = run_cli(*args)  # the limit lifted: the same command finishes the run
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    assert json.loads((tmp_path / "results.json").read_text())["mcqvae"]["steps"] == 6
 
 
 def signal_at_startup(tmp_path, marker, signal_number=signal.SIGINT):
@@ -367,6 +400,37 @@ def test_an_intact_steps_values_read_back_and_a_cut_file_is_named(tmp_path):
     with pytest.raises(checkpoint.UnreadableCheckpoint,
                        match=rf"the checkpoint at {directory / '1'} cannot be read"):
         checkpoint.check_arrays_readable(directory / "1")
+
+
+def test_a_save_that_fails_in_the_background_is_one_checkpoint_error_once(tmp_path):
+    checkpoints = checkpoint.StageCheckpoints(tmp_path, "fake", {"k": 1}, 1, 10)
+    checkpoints.save({"w": jnp.zeros(4)}, 1)
+    checkpoints.wait()
+    directory = checkpoint.checkpoint_dir(tmp_path, "fake")
+    # As orbax reports TensorStore's failed write, from the save in flight.
+    failure = ValueError(f'RESOURCE_EXHAUSTED: Error writing local file "{directory}/2.orbax-'
+                         f'checkpoint-tmp/state/d/1": Failed to write 4913 bytes to file 16: No '
+                         f"space left on device [os_error_code='28']")
+
+    def failed_write():
+        raise failure
+
+    checkpoints.manager.wait_until_finished = failed_write
+    with pytest.raises(checkpoint.CheckpointError,
+                       match=rf"cannot write the checkpoint {directory / '2'} \(No space left on "
+                             rf"device\); the earlier checkpoints are intact"):
+        checkpoints.close()
+    checkpoints.close()  # reported once: a stop's cleanup closes again
+
+    def bug():
+        raise KeyError("a bug")
+
+    other = checkpoint.StageCheckpoints(tmp_path, "fake", {"k": 1}, 1, 10)
+    other.manager.wait_until_finished = bug
+    with pytest.raises(KeyError, match="a bug"):  # not a failed write: raised as it is
+        other.wait()
+    del other.manager.wait_until_finished  # the manager's own again
+    other.close()
 
 
 def test_a_half_written_checkpoint_is_named_and_left_alone(tmp_path, caplog):

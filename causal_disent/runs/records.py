@@ -60,8 +60,11 @@ def commit() -> str | None:
     """HEAD of the repository holding this package, "+dirty" when tracked files differ
     from it; None outside a git checkout (an installed wheel)."""
     def git(*args):
-        return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True,
-                              text=True, timeout=30)
+        # No optional locks: `git status` would otherwise take the index's lock to
+        # refresh it, and a run killed meanwhile (kill -9, a timeout) would leave
+        # .git/index.lock behind, failing the user's next git command.
+        return subprocess.run(["git", "--no-optional-locks", "-C", str(REPO_ROOT), *args],
+                              capture_output=True, text=True, timeout=30)
     try:
         head = git("rev-parse", "HEAD")
         if head.returncode != 0:

@@ -2,6 +2,7 @@
 history is read back, and the one-line refusals."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -43,6 +44,25 @@ def test_a_record_holds_command_commit_machine_date_wall_time_and_figures(tmp_pa
     assert record["machine"]["cpu"] and record["machine"]["devices"].endswith("cpu")
     assert record["date"].endswith(" UTC") and record["wall_seconds"] >= 0
     assert list(records.read_all(tmp_path / "results")) == ["r"]
+
+
+def test_the_commit_is_read_without_writing_the_repositorys_index(tmp_path, monkeypatch):
+    """`git status` refreshes a stale index under .git/index.lock; a run killed then
+    would leave the lock and fail the user's next git command."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c",
+                               "user.email=t@t", *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("a")
+    git("add", "a.txt")
+    git("commit", "-qm", "a")
+    os.utime(tmp_path / "a.txt", (1.6e9, 1.6e9))  # same content, stale stat in the index
+    index = (tmp_path / ".git" / "index").read_bytes()
+    monkeypatch.setattr(records, "REPO_ROOT", tmp_path)
+    assert records.commit() == git("rev-parse", "HEAD")  # not "+dirty": content is equal
+    assert (tmp_path / ".git" / "index").read_bytes() == index
 
 
 def test_no_path_writes_nothing_and_a_bad_path_is_refused_before_any_work(tmp_path):

@@ -154,10 +154,7 @@ def _run() -> None:
     orbax_noise.install_unraisable_filter()
     if not _SHOW_LOG.value:
         console.quiet_stderr()
-    if _DISTRIBUTED.value:
-        jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
-                                   num_processes=_NUM_PROCESSES.value,
-                                   process_id=_PROCESS_ID.value)
+    _start_distributed()
     try:
         stages.run(config, workdir, max_minutes=_MAX_MINUTES.value, mode=_MODE.value,
                    log_file=True, command=_command_line())
@@ -185,6 +182,30 @@ def file_failure(error: OSError, workdir: Path) -> str:
     return (f"cannot write {where} ({error.strerror or error}); the checkpoints saved so "
             f"far are intact: free space (or fix the permissions) and rerun the same "
             f"command to resume from the last one{redraw}")
+
+
+def _start_distributed() -> None:
+    """jax.distributed.initialize with the flags, when --distributed asks for it; one
+    `error:` line when the processes cannot be set up (before the workdir is touched)."""
+    given = [f"--{flag.name}" for flag in (_COORDINATOR, _NUM_PROCESSES, _PROCESS_ID)
+             if flags.FLAGS[flag.name].present]
+    if not _DISTRIBUTED.value:
+        if given:
+            sys.exit(f"error: {', '.join(given)} {'applies' if len(given) == 1 else 'apply'} "
+                     f"only with --distributed; add it, or drop "
+                     f"{'it' if len(given) == 1 else 'them'} to train on this process's "
+                     f"devices alone")
+        return
+    try:
+        jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
+                                   num_processes=_NUM_PROCESSES.value,
+                                   process_id=_PROCESS_ID.value)
+    except (ValueError, RuntimeError) as error:  # XLA's runtime errors are RuntimeErrors
+        reason = (str(error).strip().splitlines() or [repr(error)])[0].rstrip(".")
+        sys.exit(f"error: --distributed could not start ({reason}). On TPU VMs, SLURM, "
+                 f"Open MPI and Kubernetes the processes find each other; elsewhere give "
+                 f"every process --coordinator_address=HOST:PORT (process 0's), "
+                 f"--num_processes=N and its own --process_id (0 to N - 1)")
 
 
 def _stopped_line(stopped: interrupts.Interrupted) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import importlib.machinery
 import importlib.util
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -105,6 +106,23 @@ def explain(error: Exception, argv: Sequence[str]) -> str:
             or _NO_GET_CONFIG in text):
         return _config_file_problem(text)
     return _last_message(text)
+
+
+def start_devices_or_exit() -> None:
+    """Starts JAX's devices; one `error:` line when the platform asked for cannot start,
+    e.g. JAX_PLATFORMS=cuda with a JAX built without CUDA (JAX fails on an assertion
+    with no message then). A multi-process run calls it after jax.distributed."""
+    import jax  # here: `--help` and flag errors answer before JAX starts
+
+    try:
+        jax.devices()
+    except (RuntimeError, AssertionError) as error:
+        reason = (str(error).strip().splitlines() or ["no such platform is installed"])[0]
+        asked = os.environ.get("JAX_PLATFORMS") or os.environ.get("JAX_PLATFORM_NAME")
+        which = f"JAX_PLATFORMS={asked!r} asks for" if asked else "JAX chose"
+        sys.exit(f"error: JAX cannot start the devices {which} ({reason}); install JAX for "
+                 f"that accelerator (docs/accelerators.md: pip install -U \"jax[cuda12]\" "
+                 f"or \"jax[tpu]\") or unset JAX_PLATFORMS to use this machine's devices")
 
 
 def unknown_field(config: ml_collections.ConfigDict, dotted: str) -> str | None:

@@ -62,6 +62,7 @@ def main(argv) -> None:
 
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     console.quiet_stderr()  # JAX's backend probe and other INFO lines: not for the user
+    cli.start_devices_or_exit()
     try:  # RecordError and CacheFolderError are ValueErrors
         compilation_cache.enable(_COMPILATION_CACHE.value)
         recorder = records.Recorder("-m causal_disent.evaluate", _RECORD.value)

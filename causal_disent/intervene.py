@@ -51,6 +51,7 @@ def main(argv) -> None:
 
     logging.get_absl_handler().addFilter(quiet_orbax_info)
     console.quiet_stderr()
+    cli.start_devices_or_exit()
     try:
         path = intervene()
     except (ValueError, OSError, CheckpointError) as error:  # bad flags, images, runs: one line

@@ -155,6 +155,7 @@ def _run() -> None:
     if not _SHOW_LOG.value:
         console.quiet_stderr()
     _start_distributed()
+    cli.start_devices_or_exit()  # after --distributed, which must come first
     try:
         stages.run(config, workdir, max_minutes=_MAX_MINUTES.value, mode=_MODE.value,
                    log_file=True, command=_command_line())

@@ -21,7 +21,7 @@ MAIN = "causal_disent.main"
 
 # (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder, holding
 # small.png (32 x 32) and {run}, the workdir of a tiny CT-VAE run that never trained:
-# config.json alone), error regex)
+# config.json alone), error regex[, environment variables to set])
 CASES = [
     ("missing config file", MAIN, ["--config=configs/nope.py", "--workdir={w}"],
      r"config file configs/nope.py does not exist; pass --config=configs/<name>.py"),
@@ -101,6 +101,9 @@ CASES = [
      r"--distributed could not start \(coordinator_address should be defined\)\. On TPU VMs"),
     ("process flags without --distributed", MAIN, [CT, "--workdir={w}", "--num_processes=2"],
      r"--num_processes applies only with --distributed; add it, or drop it"),
+    ("a platform JAX cannot start", MAIN, [CT, "--workdir={w}"],
+     r"JAX cannot start the devices JAX_PLATFORMS='nosuch' asks for \(.*nosuch.*\); install "
+     r"JAX for that accelerator", {"JAX_PLATFORMS": "nosuch"}),
     ("stray argument", MAIN, [CT, "--workdir={w}", "extra"],
      r"unexpected arguments extra; every option is a --flag"),
     ("unknown dataset", MAIN, [CT, "--workdir={w}", "--config.data.name=shapes_3d"],
@@ -157,7 +160,7 @@ _LOG_LINE = re.compile(r"^([IWEF]\d{4} |WARNING:absl:)")
 
 
 def run_case(case, root):
-    name, module, arguments, _ = case
+    name, module, arguments = case[:3]
     folder = root / re.sub(r"\W+", "_", name)
     folder.mkdir()
     (folder / "a_file").write_text("not a directory")
@@ -167,7 +170,8 @@ def run_case(case, root):
     before = sorted(folder.rglob("*"))
     args = [a.format(w=folder / "workdir", tmp=folder, run=folder / "run")
             for a in arguments]
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "JAX_PLATFORMS": "cpu",
+           **(case[4] if len(case) > 4 else {})}
     # The cases run four at a time, and the worker's compilation cache
     # (tests/conftest.py) writes its entries without a lock.
     env.pop("JAX_COMPILATION_CACHE_DIR", None)

@@ -53,7 +53,7 @@ from causal_disent import cli  # noqa: E402
 from causal_disent.runs import orbax_noise, records  # noqa: E402
 from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info  # noqa: E402
 from causal_disent.runs.config_file import RunConfigError, read_config  # noqa: E402
-from causal_disent.runs.results import read_results  # noqa: E402
+from causal_disent.runs.results import ResultsError, read_results  # noqa: E402
 from causal_disent.train import interrupts  # noqa: E402
 from causal_disent.train.deadline import TimeBudgetExhausted  # noqa: E402
 from causal_disent.train.finite_guard import NonFiniteTraining  # noqa: E402
@@ -163,7 +163,7 @@ def _run() -> None:
             recorder.write(read_results(workdir),
                            runs=[records.workdir_history(workdir)])
     except (stages.InvalidRunError, CheckpointError, NonFiniteTraining,
-            records.RecordError) as error:
+            records.RecordError, ResultsError) as error:
         sys.exit(f"error: {error}")
     except TimeBudgetExhausted as paused:
         print(f"paused: {paused}; rerun the same command to continue", flush=True)

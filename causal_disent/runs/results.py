@@ -12,12 +12,16 @@ from causal_disent.utils import json_values
 from causal_disent.utils.json_values import to_python
 
 
+class ResultsError(ValueError):
+    """results.json cannot be read; the message names the file and the fix."""
+
+
 def update_results(workdir: str | Path, stage: str, results: dict) -> None:
     """Merges {stage: results} into WORKDIR/results.json, written atomically."""
     if jax.process_index() != 0:
         return
     path = Path(workdir) / "results.json"
-    merged = json.loads(path.read_text()) if path.exists() else {}
+    merged = read_results(workdir)
     merged[stage] = results
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json_values.dumps(merged, indent=2) + "\n")
@@ -25,8 +29,23 @@ def update_results(workdir: str | Path, stage: str, results: dict) -> None:
 
 
 def read_results(workdir: str | Path) -> dict:
+    """{stage: results} of the stages that finished ({} before the first); written
+    atomically, so ResultsError means the file was damaged from outside."""
     path = Path(workdir) / "results.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        results = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as error:
+        reason = error.msg if isinstance(error, json.JSONDecodeError) else error
+        raise ResultsError(
+            f"{path} is not valid JSON ({reason}): move it aside and rerun the same command; "
+            f"the stages it recorded are then evaluated again from their last checkpoints"
+        ) from error
+    if not isinstance(results, dict):
+        raise ResultsError(f"{path} holds {type(results).__name__}, not the stages' results: "
+                           f"move it aside and rerun the same command")
+    return results
 
 
 def curve_path(workdir: str | Path, stage: str) -> Path:

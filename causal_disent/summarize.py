@@ -42,6 +42,7 @@ def main(argv) -> None:
         sys.exit("error: give at least one --group=LABEL=WORKDIR,...")
     from causal_disent.evaluation import card_summary
     from causal_disent.runs import records
+    from causal_disent.utils import json_values
 
     groups, recorded = [], {}
     try:
@@ -68,22 +69,26 @@ def _run_record(run, scores: dict) -> dict:
     it was made."""
     from causal_disent.evaluation import card_summary
     from causal_disent.runs import records
+    from causal_disent.utils import json_values
 
     entry = {"path": str(run), "scores": scores}
     if run.is_dir():
         if (run / "config.json").is_file():
-            entry["seed"] = json.loads((run / "config.json").read_text()).get("seed")
+            entry["seed"] = json_values.read_json(run / "config.json").get("seed")
         entry["history"] = records.workdir_history(run)
         if (run / "results.json").is_file():
-            entry["results"] = json.loads((run / "results.json").read_text())
+            entry["results"] = json_values.read_json(run / "results.json")
         if (run / card_summary.CARD_FILE).is_file():
             entry["card"] = _card_settings(run / card_summary.CARD_FILE)
     return entry
 
 
 def _card_settings(path) -> dict:
-    """How the run's metric card was scored and how long it took, per representation."""
-    cards = json.loads(path.read_text())["representations"]
+    """How the run's metric card was scored and how long it took, per representation
+    (the card was read and checked for its scores before)."""
+    from causal_disent.utils import json_values
+
+    cards = json_values.read_json(path)["representations"]
     return {name: {key: card[key] for key in ("num_samples", "seed", "total_seconds")}
             for name, card in cards.items()}
 

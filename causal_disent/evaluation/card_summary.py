@@ -10,7 +10,6 @@ representation (`evaluate --model=identity|random`) is a run with scores only.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 
 from causal_disent.evaluation.card import headline_scores
 from causal_disent.runs.seeds import SEED_WORKDIR
+from causal_disent.utils import json_values
 
 CARD_FILE = "metrics_card.json"
 RESULTS_FILE = "results.json"
@@ -100,7 +100,10 @@ def read_run_scores(run: Path, representation: str | None = None) -> dict[str, f
     has_results = results_path is not None and results_path.is_file()
     scores = card_scores(card_path, representation) if card_path.is_file() else {}
     if has_results:
-        results = json.loads(results_path.read_text())
+        results = json_values.read_json(results_path)
+        if not isinstance(results, dict):
+            raise ValueError(f"{results_path} holds {type(results).__name__}, not a run's "
+                             f"results")
         for stage, keys in STAGE_KEYS.items():
             for key in keys:
                 value = _nested(results.get(stage) or {}, key)
@@ -135,7 +138,11 @@ def _nested(mapping: dict, dotted: str):
 def card_scores(card_path: Path, representation: str | None) -> dict[str, float]:
     """{"<metric>.<score>": value} of the card's headline scores of `representation`
     (the card's first when None)."""
-    cards = json.loads(card_path.read_text())["representations"]
+    card = json_values.read_json(card_path)
+    if not isinstance(card, dict) or not isinstance(card.get("representations"), dict):
+        raise ValueError(f"{card_path} is not a metric card (it has no \"representations\"); "
+                         f"write one with python -m causal_disent.evaluate")
+    cards = card["representations"]
     name = representation or next(iter(cards))
     if name not in cards:
         raise ValueError(f"{card_path} has no representation {name!r}; it has "

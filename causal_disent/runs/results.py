@@ -35,13 +35,11 @@ def read_results(workdir: str | Path) -> dict:
     if not path.exists():
         return {}
     try:
-        results = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as error:
-        reason = error.msg if isinstance(error, json.JSONDecodeError) else error
+        results = json_values.read_json(path)
+    except ValueError as error:
         raise ResultsError(
-            f"{path} is not valid JSON ({reason}): move it aside and rerun the same command; "
-            f"the stages it recorded are then evaluated again from their last checkpoints"
-        ) from error
+            f"{error}: move it aside and rerun the same command; the stages it recorded "
+            f"are then evaluated again from their last checkpoints") from error
     if not isinstance(results, dict):
         raise ResultsError(f"{path} holds {type(results).__name__}, not the stages' results: "
                            f"move it aside and rerun the same command")

@@ -92,3 +92,13 @@ def _ends_mid_line(path: Path) -> bool:
     with path.open("rb") as f:
         f.seek(-1, os.SEEK_END)
         return f.read(1) != b"\n"
+
+
+def read_json(path: Path):
+    """The JSON value in the file at `path`; ValueError naming the file when it is not
+    JSON (cut short, not UTF-8), so that a damaged file is one readable line."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        reason = error.msg if isinstance(error, json.JSONDecodeError) else error.reason
+        raise ValueError(f"{path} is not valid JSON ({reason})") from error

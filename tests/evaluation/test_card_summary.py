@@ -94,6 +94,23 @@ def test_missing_run_card_and_representation_are_named(tmp_path):
         card_summary.read_run_scores(run, "concepts")
 
 
+def test_damaged_cards_and_results_name_the_file(tmp_path):
+    run = write_run(tmp_path / "w", mig=0.1, dci=0.1, test_bce=70.0)
+    (run / "results.json").write_text('{"vae": {"test_b')  # cut short
+    with pytest.raises(ValueError, match=rf"{run / 'results.json'} is not valid JSON"):
+        card_summary.read_run_scores(run)
+    (run / "results.json").write_text("[]")
+    with pytest.raises(ValueError, match=rf"{run / 'results.json'} holds list, not a run's"):
+        card_summary.read_run_scores(run)
+    card = tmp_path / "card.json"
+    card.write_bytes(b"\xff{}")  # not UTF-8
+    with pytest.raises(ValueError, match=rf"{card} is not valid JSON"):
+        card_summary.read_run_scores(card)
+    card.write_text('{"model": "trained"}')
+    with pytest.raises(ValueError, match=rf"{card} is not a metric card"):
+        card_summary.read_run_scores(card)
+
+
 def test_stages_without_a_card_give_their_headline_scalars(tmp_path):
     """CT-VAE (headline and mean over draws), stage 1 and CausalVAE runs have no metric
     card; their results.json headline figures are the run's scores."""

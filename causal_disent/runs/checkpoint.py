@@ -12,7 +12,9 @@ never deleted: resuming falls back to the newest readable one and moves the newe
 unreadable ones to WORKDIR/checkpoints/<stage>.unreadable/<step>/, with a warning
 naming both, so that training can save those steps again. A half-written save
 (orbax's `<step>.orbax-checkpoint-tmp-*` folder) is not a checkpoint to orbax; it is
-named in a warning and left where it is.
+named in a warning and left where it is. A save that cannot be written (a full disk)
+raises CheckpointError naming its step: at the save, or, for the part orbax writes in
+the background, at the next save or wait; the earlier steps are intact.
 
 A save runs orbax's blocking part (the copy to host memory and its bookkeeping) on
 the loop's thread; orbax writes the files in the background. Running that part on a

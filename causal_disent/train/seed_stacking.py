@@ -175,6 +175,20 @@ def write_seed_run(single_state, config: ml_collections.ConfigDict, stage: str,
     return checkpoints
 
 
+def close_all(saving: list[StageCheckpoints]) -> None:
+    """Closes every seed's checkpoints (waiting for their writes), then raises the
+    first failure (a full disk): one seed's failed write does not leave the others'
+    writes unfinished."""
+    failures = []
+    for checkpoints in saving:
+        try:
+            checkpoints.close()
+        except Exception as error:  # noqa: BLE001 - raised below, after the others
+            failures.append(error)
+    if failures:
+        raise failures[0]
+
+
 def summarise_over_seeds(per_seed: list[dict]) -> dict:
     """{name: {"mean", "std", "values"}} over the seeds' results for every numeric
     scalar they share. The std is the sample std (ddof 1), as `summarize` reports it

@@ -283,8 +283,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
                 update_results(seed_dir, STAGE, results)
                 per_seed.append(results)
         finally:
-            for checkpoints in saving:
-                checkpoints.close()
+            seed_stacking.close_all(saving)
         return {"num_seeds": len(seeds), "seeds": seeds,
                 "seed_workdirs": [str(seeds_format.seed_workdir(Path("."), seed))
                                   for seed in seeds],

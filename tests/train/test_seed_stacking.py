@@ -205,3 +205,21 @@ def test_num_seeds_on_a_stage_without_stacking_is_refused(tmp_path):
     config.num_seeds = 2
     with pytest.raises(stages.InvalidRunError, match="not supported by stage 'causalvae'"):
         stages.validate(config, tmp_path, make_data_mesh())
+
+
+def test_closing_the_seeds_checkpoints_waits_for_all_and_raises_the_first_failure():
+    closed = []
+
+    def checkpoints(name, failure=None):
+        def close():
+            closed.append(name)
+            if failure is not None:
+                raise failure
+        return types.SimpleNamespace(close=close)
+
+    full = OSError(28, "No space left on device")
+    with pytest.raises(OSError) as raised:
+        seed_stacking.close_all([checkpoints(0), checkpoints(1, full),
+                                 checkpoints(2, KeyError("later")), checkpoints(3)])
+    assert raised.value is full and closed == [0, 1, 2, 3]
+    seed_stacking.close_all([checkpoints(4)])  # nothing failed: nothing raised

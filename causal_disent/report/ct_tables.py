@@ -208,13 +208,43 @@ def ct_gpu(results: Results) -> str:
     return table(["stage-2 step", *headers], rows)
 
 
-def _pair_mix(ct: dict) -> str:
+def _pair_mix_scores(ct: dict) -> dict:
     """The headline reweighted to the authors' mix of test pairs: from the run's
     results, or, for runs scored before the key existed, from its per-action
     accuracy and factor confusion (the same computation; Shapes3D's factor sizes)."""
-    mixed = ct.get("authors_pair_mix") or ct_evaluation.pair_mix_scores(
+    return ct.get("authors_pair_mix") or ct_evaluation.pair_mix_scores(
         ct, shapes3d_synth.FACTOR_SIZES)
+
+
+def _pair_mix(ct: dict) -> str:
+    mixed = _pair_mix_scores(ct)
     return f"{fixed(mixed['action_accuracy'])} / {fixed(mixed['factor_accuracy'])}"
+
+
+def _mean_pair(scores: list[dict]) -> str:
+    return (f"{mean_std([s['action_accuracy'] for s in scores])} / "
+            f"{mean_std([s['factor_accuracy'] for s in scores])}")
+
+
+def ct_action_mix_seeds(results: Results) -> str:
+    """Stage 2 trained on balanced actions (the default) and on the authors' mix of
+    transitions, each seed's on the same stage 1, scored on both mixes of test pairs."""
+    balanced = {stage_two["seed"]: _ct(stage_two) for _, stage_two in
+                _seed_runs(results.record("ctvae_small_seeds_authors_activations"))}
+    [mixed_runs] = group_runs(results.record("ctvae_small_stage2_authors_mix_seeds")).values()
+    mixed = {run["seed"]: _ct(run) for run in mixed_runs}
+    seeds = sorted(mixed)
+    rows = [[f"seed {seed}", _headline(balanced[seed]), _pair_mix(balanced[seed]),
+             _headline(mixed[seed]), _pair_mix(mixed[seed])] for seed in seeds]
+    columns = []
+    for runs in (balanced, mixed):
+        cts = [runs[seed] for seed in seeds]
+        columns += [f"**{_mean_pair(cts)}**", _mean_pair([_pair_mix_scores(c) for c in cts])]
+    rows.append([f"mean ± std, {len(seeds)} seeds", *columns])
+    return table(["stage 2", "trained on balanced actions: balanced test pairs",
+                  "the same: the authors' test pairs",
+                  "trained on the authors' mix: balanced test pairs",
+                  "the same: the authors' test pairs"], rows)
 
 
 def ct_pair_mix(results: Results) -> str:

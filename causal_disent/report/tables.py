@@ -289,6 +289,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "ct_graph_ablation": ct_tables.ct_graph_ablation,
     "ct_gpu": ct_tables.ct_gpu,
     "ct_pair_mix": ct_tables.ct_pair_mix,
+    "ct_action_mix_seeds": ct_tables.ct_action_mix_seeds,
     "ct_step_time": ct_tables.ct_step_time,
     "mcqvae_step_time": ct_tables.mcqvae_step_time,
     "consistency_shapes3d": vae_tables.consistency_shapes3d,

@@ -4,13 +4,13 @@ Orbax writes a state's arrays as many parallel TensorStore operations on an even
 of its own. When one fails (a full disk), orbax raises its error, which the run turns
 into one `error:` line (runs/checkpoint.py), and closes the loop with the others still
 in flight (a failed read would do the same; restores read a step's values first to
-avoid it). Each of those then reports, as it ends, that
-"Event loop is closed" (through `sys.unraisablehook`, a traceback each) or that a
-task's or future's "exception was never retrieved" (asyncio's logger); orbax's own
-threads log the failure with its traceback too. A tiny MCQ-VAE's full disk printed
-dozens of tracebacks after the one line that matters. These filters keep them out of
-the console: the records go on to the run's log.txt, and the unraisable reports are
-counted there.
+avoid it). Each of those then reports, as it ends, that "Event loop is closed"
+(through `sys.unraisablehook`, a traceback each) or that a task's or future's
+"exception was never retrieved" (asyncio's logger); orbax's own threads log the
+failure with its traceback too. A tiny MCQ-VAE's full disk printed dozens of
+tracebacks after the one line that matters. These filters keep them off the console:
+the log records still reach the run's log.txt, and each unraisable report becomes one
+INFO line there.
 """
 
 import logging as python_logging

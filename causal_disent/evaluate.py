@@ -69,8 +69,18 @@ def main(argv) -> None:
         card, output = build_card()
     except (ValueError, CheckpointError) as error:  # bad flags, unusable runs: say why
         sys.exit(f"error: {error}")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json_values.dumps(card, indent=2) + "\n")
+    text = json_values.dumps(card, indent=2) + "\n"
+    try:  # whole or not at all: a card there before stays intact
+        output.parent.mkdir(parents=True, exist_ok=True)
+        partial = output.with_name(output.name + ".tmp")
+        partial.write_text(text)
+        partial.replace(output)
+    except OSError as error:  # a full disk after minutes of scoring: keep the scores
+        partial.unlink(missing_ok=True)
+        print(text, end="")
+        sys.exit(f"error: cannot write the metrics card {output} ({error.strerror or error}); "
+                 f"the card is printed above: free space or pass another --output, or keep "
+                 f"the printed card")
     print(summary(card))
     print(f"metrics card: {output.absolute()}")
     runs = [records.workdir_history(_WORKDIR.value)] if _WORKDIR.value else None

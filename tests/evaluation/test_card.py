@@ -151,6 +151,29 @@ def test_command_line_writes_and_prints_the_card(tmp_path):
     assert not re.search(r"^I\d{4} ", result.stderr, re.MULTILINE), result.stderr  # no INFO
 
 
+def test_a_card_that_cannot_be_written_is_printed_and_the_old_one_kept(tmp_path):
+    """Files capped at 1 KiB (RLIMIT_FSIZE: a write past it fails as on a full disk):
+    the scores computed are not lost, and the card already there stays whole."""
+    (tmp_path / "card.json").write_text('{"old": true}')
+    capped = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (1024, "
+              "resource.getrlimit(resource.RLIMIT_FSIZE)[1])); "
+              "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    result = subprocess.run(
+        [sys.executable, "-c", capped, "-m", "causal_disent.evaluate", "--model=identity",
+         "--dataset=pendulum", "--metrics=mig", "--num_samples=200", "--output=card.json",
+         "--compilation_cache=off"],
+        env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.rstrip().splitlines()[-1] == (
+        "error: cannot write the metrics card card.json (File too large); the card is printed "
+        "above: free space or pass another --output, or keep the printed card")
+    printed = json.loads(result.stdout)
+    assert "discrete_mig" in printed["representations"]["identity"]["metrics"]["mig"]["scores"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["card.json"]
+    assert (tmp_path / "card.json").read_text() == '{"old": true}'
+
+
 @pytest.mark.parametrize("args, message", [
     (("--model=identity",), "needs --dataset"),
     (("--model=trained",), "needs --workdir"),

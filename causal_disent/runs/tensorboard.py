@@ -31,6 +31,8 @@ import jax
 import numpy as np
 from PIL import Image
 
+from causal_disent.utils import file_errors
+
 _files: dict[tuple[Path, str], _EventFile] = {}
 _files_lock = threading.Lock()  # rows are written on the loop's writer thread
 _opened = 0  # event files opened by this process
@@ -47,6 +49,7 @@ class _EventFile:
         global _opened
         _opened += 1  # event files are named by the second: two in one need a suffix
         self.event_pb2, self.summary_pb2 = event_pb2, summary_pb2
+        self._directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._writer = EventsWriter(str(directory / "events"),
                                     filename_suffix=f".{os.getpid()}.{_opened}")
@@ -61,12 +64,14 @@ class _EventFile:
     def write(self, step: int, values: list) -> None:
         """One event at `step` holding the summary `values` (Summary.Value protos)."""
         if values:
-            self._writer.write_event(self.event_pb2.Event(
-                wall_time=time.time(), step=int(step),
-                summary=self.summary_pb2.Summary(value=values)))
+            with file_errors.naming(self._directory):  # tensorboardX names no file
+                self._writer.write_event(self.event_pb2.Event(
+                    wall_time=time.time(), step=int(step),
+                    summary=self.summary_pb2.Summary(value=values)))
 
     def flush(self) -> None:
-        self._writer.flush()
+        with file_errors.naming(self._directory):
+            self._writer.flush()
 
     def close(self) -> None:
         self._writer.close()

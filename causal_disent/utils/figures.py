@@ -29,6 +29,8 @@ from matplotlib.text import Text
 from matplotlib.transforms import IdentityTransform
 from PIL import Image
 
+from causal_disent.utils import file_errors
+
 # Every figure is drawn and saved at this resolution, so that one image pixel of an
 # image grid covers exactly `upscale` × `upscale` pixels of the PNG.
 DPI = 100
@@ -165,13 +167,8 @@ def write_png(figure: Figure, path: Path) -> None:
     figure.set_dpi(DPI)
     canvas = FigureCanvasAgg(figure)
     canvas.draw()
-    try:
+    with file_errors.naming(path):  # PIL's error on a full disk names no file
         Image.fromarray(np.asarray(canvas.buffer_rgba())).save(path, format="png")
-    except OSError as error:
-        if error.filename is not None:
-            raise
-        # PIL's error on a full disk names no file; the run's error line should.
-        raise OSError(error.errno, error.strerror or str(error), str(path)) from error
 
 
 # --------------------------------------------------------------------------- #

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from causal_disent.utils import file_errors
+
 NOT_FINITE_SUFFIX = "_not_finite"
 
 
@@ -82,7 +84,7 @@ def append_lines(path: Path, records: list) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = "\n" if _ends_mid_line(path) else ""
-    with path.open("a") as f:
+    with file_errors.naming(path), path.open("a") as f:
         f.write(prefix + "".join(dumps(record) + "\n" for record in records))
 
 

@@ -4,6 +4,7 @@ event reader."""
 import io
 
 import numpy as np
+import pytest
 from PIL import Image
 from tensorboard.backend.event_processing import event_accumulator
 
@@ -63,3 +64,19 @@ def test_figures_keep_their_pixels_and_other_formats_are_shown_as_rgb(tmp_path):
         shown[tag] = np.asarray(Image.open(io.BytesIO(image.encoded_image_string)))
     np.testing.assert_array_equal(shown["figures/drawn"], rgba)
     np.testing.assert_array_equal(shown["figures/photo"], rgb)
+
+
+def test_a_failed_write_names_the_stages_event_folder(tmp_path, monkeypatch):
+    tensorboard.add_scalars(tmp_path, "vae", 1, {"loss": 1.0}, prefix="train")
+    events = tensorboard._file(tmp_path, "vae")
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")  # as tensorboardX's, no file named
+
+    monkeypatch.setattr(events._writer, "write_event", full_disk)
+    with pytest.raises(OSError) as raised:
+        tensorboard.add_scalars(tmp_path, "vae", 2, {"loss": 1.0}, prefix="train")
+    assert (raised.value.errno, raised.value.filename) == (
+        28, str(tensorboard.board_dir(tmp_path, "vae")))
+    monkeypatch.undo()
+    tensorboard.close(tmp_path, "vae")

@@ -23,6 +23,7 @@ import sys
 from absl import app, flags
 
 from causal_disent import cli
+from causal_disent.utils import json_values
 
 _GROUPS = flags.DEFINE_multi_string("group", [], "LABEL=PATH,PATH,... (repeatable).")
 _REPRESENTATION = flags.DEFINE_string(
@@ -42,7 +43,6 @@ def main(argv) -> None:
         sys.exit("error: give at least one --group=LABEL=WORKDIR,...")
     from causal_disent.evaluation import card_summary
     from causal_disent.runs import records
-    from causal_disent.utils import json_values
 
     groups, recorded = [], {}
     try:
@@ -69,7 +69,6 @@ def _run_record(run, scores: dict) -> dict:
     it was made."""
     from causal_disent.evaluation import card_summary
     from causal_disent.runs import records
-    from causal_disent.utils import json_values
 
     entry = {"path": str(run), "scores": scores}
     if run.is_dir():
@@ -86,8 +85,6 @@ def _run_record(run, scores: dict) -> dict:
 def _card_settings(path) -> dict:
     """How the run's metric card was scored and how long it took, per representation
     (the card was read and checked for its scores before)."""
-    from causal_disent.utils import json_values
-
     cards = json_values.read_json(path)["representations"]
     return {name: {key: card[key] for key in ("num_samples", "seed", "total_seconds")}
             for name, card in cards.items()}

@@ -27,6 +27,7 @@ likeliest because the save thread holds the interpreter lock that the loop needs
 dispatch the next steps.
 """
 
+import contextlib
 import json
 import logging as python_logging
 import os
@@ -120,7 +121,7 @@ class StageCheckpoints:
             return
         if step == self.manager.latest_step():
             return  # already saved (e.g. a periodic save on the final step)
-        try:
+        with self._write_failures_named(step):  # this save, or the one before it
             self.manager.save(
                 step,
                 args=ocp.args.Composite(
@@ -129,11 +130,6 @@ class StageCheckpoints:
                 ),
                 force=True,
             )
-        except Exception as error:  # this save, or the one before it in the background
-            failure = self._write_failure(error, step)
-            if failure is None:
-                raise
-            raise failure from error
         self._last_save = self._clock()
         self._last_saved_step = step
 
@@ -189,13 +185,8 @@ class StageCheckpoints:
 
     def wait(self) -> None:
         """Waits for the saves in flight; CheckpointError if one could not be written."""
-        try:
+        with self._write_failures_named(self._last_saved_step):
             self.manager.wait_until_finished()
-        except Exception as error:
-            failure = self._write_failure(error, self._last_saved_step)
-            if failure is None:
-                raise
-            raise failure from error
 
     def close(self) -> None:
         """Waits for the saves in flight and releases the manager, once: a save that
@@ -213,19 +204,23 @@ class StageCheckpoints:
                 logging.info("closing the checkpoint manager of %s: %s", self.directory,
                              _first_line(error))
 
-    def _write_failure(self, error: Exception, step: int | None) -> CheckpointError | None:
-        """CheckpointError naming the step (the one in orbax's message, else `step`) and
-        the OS's reason when `error` is a failed write (orbax reports TensorStore's as
+    @contextlib.contextmanager
+    def _write_failures_named(self, step: int | None):
+        """Turns a failed write into CheckpointError naming the step (the one in orbax's
+        message, else `step`) and the OS's reason; orbax reports TensorStore's as
         ValueError with the OS error's code, and a background save's at the next save
-        or wait); None otherwise."""
-        reason = _io_failure_reason(error)
-        if reason is None:
-            return None
-        written = re.search(rf"{re.escape(str(self.directory))}/(\d+)", str(error))
-        if written:
-            step = int(written.group(1))
-        path = self.directory if step is None else self.directory / str(step)
-        return _unwritable(path, reason)
+        or wait. Any other error goes on as it is."""
+        try:
+            yield
+        except Exception as error:
+            reason = _io_failure_reason(error)
+            if reason is None:
+                raise
+            written = re.search(rf"{re.escape(str(self.directory))}/(\d+)", str(error))
+            if written:
+                step = int(written.group(1))
+            path = self.directory if step is None else self.directory / str(step)
+            raise _unwritable(path, reason) from error
 
 
 def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -> None:

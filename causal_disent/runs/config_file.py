@@ -7,6 +7,8 @@ from pathlib import Path
 
 import ml_collections
 
+from causal_disent.utils import json_values
+
 
 # Config fields that name directories (a path or a sequence of paths; "" = unset).
 PATH_FIELDS = ("data.data_dir", "ct.mcqvae_workdir", "causalvae.train.compare_workdirs")
@@ -71,10 +73,9 @@ def read_config(workdir: str | Path) -> ml_collections.ConfigDict:
             f"(it writes config.json there)"
         )
     try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise RunConfigError(f"{path} is not valid JSON ({error}); was the run's workdir "
-                             f"overwritten?") from error
+        raw = json_values.read_json(path)
+    except ValueError as error:  # names the file; not JSON, or not UTF-8
+        raise RunConfigError(f"{error}; was the run's workdir overwritten?") from error
     return ml_collections.ConfigDict(_lists_to_tuples(raw))
 
 

@@ -29,6 +29,10 @@ def with_xblock(config: ml_collections.ConfigDict, arg: str | None) -> ml_collec
     block.min_temperature = 0.01
     block.mask_noise = "gumbel"  # one Gumbel(0, 1) draw per gate
     block.mask_init = "normal"  # gate logits start standard normal
+    # f_i as PyTorch's nn.Linear under the authors' standard_initialisation for Mish:
+    # Xavier-normal weights, uniform biases in ±1/√fan-in, over each f_i's own inputs.
+    block.weight_init = "glorot_normal"
+    block.bias_init = "uniform_fan_in"
     # None: any predecessor may be a parent; else an n x n 0/1 matrix (j < i only).
     block.allowed_parents = None
     return config

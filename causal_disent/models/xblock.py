@@ -20,9 +20,13 @@ it: ε one Gumbel(0, 1) draw per gate (`mask_noise`), α starting standard norma
 (`mask_init`), τ annealed as max(τ₀·exp(−0.01·step), 0.01) so that the gates are
 near-hard after about 460 steps, the paper's "weight sharpening"
 (`temperature_schedule`), and f_i with two hidden layers of 10 and Mish on its output
-too (`hidden`, `num_hidden_layers`, `output_activation`). A field's default is what a
-config written before the field existed meant: Logistic ε, α from zero, a constant
-τ, no output activation.
+too (`hidden`, `num_hidden_layers`, `output_activation`), initialised as PyTorch's
+`nn.Linear` under their `standard_initialisation` for Mish: Xavier-normal weights
+and uniform biases in ±1/√fan-in, each f_i over its own inputs (its i·unit_size
+possible parents and its noise) (`weight_init`, `bias_init`). A field's default is
+what a config written before the field existed meant: Logistic ε, α from zero, a
+constant τ, no output activation, LeCun-normal weights over the full input width and
+zero biases.
 
 The step reaches the block as an argument (`__call__(noise, step)`); without one τ is
 the schedule's last value (its floor), which is what evaluation uses.
@@ -35,6 +39,7 @@ solves the triangular system by n such steps, each fixing one more unit.
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from causal_disent.models import gumbel
 
@@ -46,6 +51,13 @@ TEMPERATURE_SCHEDULES = ("constant", "exponential")
 MASK_NOISES = ("gumbel", "logistic")
 # α's initialiser: standard normal (the authors' code) or zeros (every gate at ½).
 MASK_INITS = {"normal": nn.initializers.normal(1.0), "zeros": nn.initializers.zeros}
+# f_i's weights: Flax's LeCun normal over the full input width (n·unit_size parents +
+# noise, the same for every unit), or Xavier (Glorot) normal over each f_i's own
+# fan-in and fan-out, as torch.nn.init.xavier_normal_ on the authors' per-unit layers.
+WEIGHT_INITS = ("lecun_normal", "glorot_normal")
+# f_i's biases: zeros, or U(−1/√fan-in, 1/√fan-in) over f_i's own fan-in (PyTorch's
+# nn.Linear default, which the authors' initialisation leaves in place).
+BIAS_INITS = ("zeros", "uniform_fan_in")
 
 
 def check_xblock_config(block_config, num_units: int) -> None:
@@ -63,7 +75,8 @@ def check_xblock_config(block_config, num_units: int) -> None:
         if not value > 0:
             raise ValueError(f"vae.model.xblock.{name} must be > 0, got {value}")
     choices = (("temperature_schedule", TEMPERATURE_SCHEDULES, "constant"),
-               ("mask_noise", MASK_NOISES, "logistic"), ("mask_init", tuple(MASK_INITS), "zeros"))
+               ("mask_noise", MASK_NOISES, "logistic"), ("mask_init", tuple(MASK_INITS), "zeros"),
+               ("weight_init", WEIGHT_INITS, "lecun_normal"), ("bias_init", BIAS_INITS, "zeros"))
     for name, allowed_values, before in choices:
         value = getattr(block_config, name, before)
         if value not in allowed_values:
@@ -112,6 +125,8 @@ class XBlock(nn.Module):
     min_temperature: float = 0.01
     mask_noise: str = "logistic"
     mask_init: str = "zeros"
+    weight_init: str = "lecun_normal"
+    bias_init: str = "zeros"
     allowed_parents: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self):
@@ -124,12 +139,46 @@ class XBlock(nn.Module):
         self.mask_logits = self.param("mask_logits", MASK_INITS[self.mask_init], (n, n))
         # The n MLPs as stacked weights (unit axis first), so that one einsum runs them
         # all: input n·size masked parents + 1 noise value.
-        init = nn.initializers.lecun_normal(batch_axis=(0,))
         widths = [n * size + 1] + [hidden] * self.num_hidden_layers + [size]
-        self.kernels = [self.param(f"kernel{k}", init, (n, fan_in, fan_out))
-                        for k, (fan_in, fan_out) in enumerate(zip(widths[:-1], widths[1:]))]
-        self.biases = [self.param(f"bias{k}", nn.initializers.zeros, (n, fan_out))
-                       for k, fan_out in enumerate(widths[1:])]
+        layers = list(zip(widths[:-1], widths[1:]))
+        # The inputs each f_i really has: its possible parents' columns and its noise
+        # in the first layer, the hidden width after it.
+        fan_ins = [self.first_layer_fan_ins()] + [np.full(n, width) for width in widths[1:-1]]
+        # Every kernel before every bias: the order of the params rng's draws, which
+        # configs written before the init fields existed rely on.
+        self.kernels = [self.param(f"kernel{k}", self._kernel_init(fan_ins[k], width_out),
+                                   (n, width_in, width_out))
+                        for k, (width_in, width_out) in enumerate(layers)]
+        self.biases = [self.param(f"bias{k}", self._bias_init(fan_ins[k]), (n, width_out))
+                       for k, (_, width_out) in enumerate(layers)]
+
+    def first_layer_fan_ins(self) -> np.ndarray:
+        """[n]: the inputs of f_i's first layer that can be non-zero, unit_size per
+        possible parent (`parent_support`) and one noise value."""
+        support = np.tril(np.ones((self.num_units, self.num_units)), k=-1)
+        if self.allowed_parents is not None:
+            support = support * np.asarray(self.allowed_parents)
+        return support.sum(axis=1) * self.unit_size + 1
+
+    def _kernel_init(self, fan_ins: np.ndarray, fan_out: int):
+        if self.weight_init == "lecun_normal":
+            return nn.initializers.lecun_normal(batch_axis=(0,))
+
+        def glorot_normal(key, shape, dtype=jnp.float32):
+            # torch's xavier_normal_: an untruncated normal of variance 2 / (fan-in +
+            # fan-out), one fan-in per unit.
+            std = np.sqrt(2.0 / (fan_ins + fan_out))
+            return jax.random.normal(key, shape, dtype) * jnp.asarray(std, dtype)[:, None, None]
+        return glorot_normal
+
+    def _bias_init(self, fan_ins: np.ndarray):
+        if self.bias_init == "zeros":
+            return nn.initializers.zeros
+
+        def uniform_fan_in(key, shape, dtype=jnp.float32):
+            bound = jnp.asarray(1.0 / np.sqrt(fan_ins), dtype)[:, None]
+            return jax.random.uniform(key, shape, dtype, -1.0, 1.0) * bound
+        return uniform_fan_in
 
     def temperature_at(self, step: jax.Array | int | None = None) -> jax.Array | float:
         """τ at training step `step`; None (evaluation) is the schedule's last value."""

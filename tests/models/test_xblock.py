@@ -131,6 +131,29 @@ def test_the_authors_block_draws_gumbel_gates_from_standard_normal_logits():
     assert np.mean((gates < 0.01) | (gates > 0.99)) > 0.95
 
 
+def test_the_authors_init_draws_each_f_i_over_its_own_fan_in():
+    """torch's xavier_normal_ on unit i's Linear(i·size + 1, hidden) (and on the hidden
+    layers), its biases U(±1/√fan-in): the authors' per-unit layers, here stacked."""
+    block = XBlock(num_units=40, unit_size=2, weight_init="glorot_normal",
+                   bias_init="uniform_fan_in", **AUTHORS)
+    params = block.init(jax.random.key(0), jnp.zeros((1, 40)))["params"]
+    fan_ins = 2 * np.arange(40) + 1
+    np.testing.assert_array_equal(block.first_layer_fan_ins(), fan_ins)
+    for k, (unit_fan_ins, fan_out) in enumerate([(fan_ins, 10), (np.full(40, 10), 10),
+                                                 (np.full(40, 10), 2)]):
+        kernel = np.asarray(params[f"kernel{k}"])
+        standardised = kernel / np.sqrt(2.0 / (unit_fan_ins + fan_out))[:, None, None]
+        assert standardised.std() == pytest.approx(1.0, abs=0.06)
+        assert np.abs(standardised).max() > 3.0  # untruncated, as torch's
+        bias = np.asarray(params[f"bias{k}"]) * np.sqrt(unit_fan_ins)[:, None]
+        assert np.abs(bias).max() <= 1.0 and np.abs(bias).max() > 0.95
+        assert np.mean(bias ** 2) == pytest.approx(1 / 3, abs=0.05)  # uniform's
+    # A restricted graph counts only the parents a unit may have.
+    restricted = XBlock(num_units=UNITS, unit_size=SIZE, allowed_parents=ALLOWED)
+    np.testing.assert_array_equal(restricted.first_layer_fan_ins(),
+                                  SIZE * np.asarray(ALLOWED).sum(axis=1) + 1)
+
+
 def test_the_output_activation_is_mish_of_the_last_layer():
     with_mish = XBlock(num_units=2, **AUTHORS)
     params = with_mish.init(jax.random.key(0), jnp.zeros((1, 2)))["params"]
@@ -147,6 +170,8 @@ def test_the_output_activation_is_mish_of_the_last_layer():
      r"got 'linear'"),
     ({"num_units": 2, "mask_noise": "normal"}, "vae.model.xblock.mask_noise must be one of"),
     ({"num_units": 2, "mask_init": "ones"}, "vae.model.xblock.mask_init must be one of"),
+    ({"num_units": 2, "weight_init": "he_normal"}, "vae.model.xblock.weight_init must be one of"),
+    ({"num_units": 2, "bias_init": "ones"}, "vae.model.xblock.bias_init must be one of"),
     ({"num_units": 2, "min_temperature": 0.0}, "vae.model.xblock.min_temperature must be > 0"),
     ({"num_units": 3, "allowed_parents": ((0, 0), (1, 0))},
      "allowed_parents is a 2x2 mask but the block has 3 units"),

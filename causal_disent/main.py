@@ -57,7 +57,7 @@ from causal_disent.runs.results import ResultsError, read_results  # noqa: E402
 from causal_disent.train import interrupts  # noqa: E402
 from causal_disent.train.deadline import TimeBudgetExhausted  # noqa: E402
 from causal_disent.train.finite_guard import NonFiniteTraining  # noqa: E402
-from causal_disent.utils import compilation_cache, console  # noqa: E402
+from causal_disent.utils import compilation_cache, console, coordinator  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Config file, optionally with a variant: FILE.py:small (training "
@@ -92,6 +92,11 @@ _NUM_PROCESSES = flags.DEFINE_integer(
 _PROCESS_ID = flags.DEFINE_integer(
     "process_id", None, "With --distributed: this process's index (default: detected).",
     lower_bound=0)
+_DISTRIBUTED_TIMEOUT = flags.DEFINE_integer(
+    "distributed_timeout", 300,
+    "With --distributed: seconds to wait for the coordinator and every process to "
+    "join (JAX's default); a process other than 0 that finds no coordinator at "
+    "--coordinator_address in that time stops with one line.", lower_bound=1)
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0,
     "Wall-clock budget of this command in minutes (0 = unlimited). When it is spent, "
@@ -188,7 +193,8 @@ def file_failure(error: OSError, workdir: Path) -> str:
 def _start_distributed() -> None:
     """jax.distributed.initialize with the flags, when --distributed asks for it; one
     `error:` line when the processes cannot be set up (before the workdir is touched)."""
-    given = [f"--{flag.name}" for flag in (_COORDINATOR, _NUM_PROCESSES, _PROCESS_ID)
+    given = [f"--{flag.name}" for flag in (_COORDINATOR, _NUM_PROCESSES, _PROCESS_ID,
+                                           _DISTRIBUTED_TIMEOUT)
              if flags.FLAGS[flag.name].present]
     if not _DISTRIBUTED.value:
         if given:
@@ -197,10 +203,30 @@ def _start_distributed() -> None:
                      f"{'it' if len(given) == 1 else 'them'} to train on this process's "
                      f"devices alone")
         return
+    if _COORDINATOR.value and coordinator.split_address(_COORDINATOR.value) is None:
+        sys.exit(f"error: --coordinator_address={_COORDINATOR.value} is not HOST:PORT; "
+                 f"give process 0's host and a free port, e.g. 10.0.0.1:1234")
+    timeout = _DISTRIBUTED_TIMEOUT.value
+    if _PROCESS_ID.value == 0 and _COORDINATOR.value:
+        # When a process never joins, JAX ends this one with a fatal log after the
+        # timeout; this line says what it was waiting for.
+        print(f"[distributed] process 0: serving the coordinator at {_COORDINATOR.value}; "
+              f"waiting up to {timeout} s for all {_NUM_PROCESSES.value} processes",
+              flush=True)
+    elif _COORDINATOR.value and _PROCESS_ID.value:  # checked first: see utils/coordinator
+        print(f"[distributed] process {_PROCESS_ID.value}: waiting up to {timeout} s for "
+              f"the coordinator at {_COORDINATOR.value}", flush=True)
+        reason = coordinator.unreachable_reason(_COORDINATOR.value, timeout)
+        if reason is not None:
+            sys.exit(f"error: --distributed: no coordinator answered at "
+                     f"{_COORDINATOR.value} in {timeout} s ({reason}); start process 0 "
+                     f"(--process_id=0 serves it) or fix --coordinator_address to its "
+                     f"HOST:PORT")
     try:
         jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
                                    num_processes=_NUM_PROCESSES.value,
-                                   process_id=_PROCESS_ID.value)
+                                   process_id=_PROCESS_ID.value,
+                                   initialization_timeout=timeout)
     except (ValueError, RuntimeError) as error:  # XLA's runtime errors are RuntimeErrors
         reason = (str(error).strip().splitlines() or [repr(error)])[0].rstrip(".")
         sys.exit(f"error: --distributed could not start ({reason}). On TPU VMs, SLURM, "

@@ -120,6 +120,11 @@ class Settings:
     prior_mean: str = "zero"  # the iVAE authors' N(0, diag λ(u)); "learned": N(μ(u), ·)
     prior_hidden_layers: int = 2  # log λ(u) by three linear layers (1 with "learned")
     decoder_variance: float = 0.003
+    # The network's remaining choices (models/ivae.VectorIVAE); the authors' cleanIVAE
+    # is xtanh, separate, torch (with num_hidden_layers=2, decoder_variance=0.1).
+    activation: str = "leaky_relu"
+    encoder_heads: str = "shared"
+    dense_init: str = "flax"
     learning_rate: float = 3e-3
     batch_size: int = 256
     steps: int = 20_000
@@ -141,7 +146,9 @@ def make_model(conditional: bool, num_sources: int, num_segments: int,
                       num_hidden_layers=settings.num_hidden_layers,
                       decoder_variance=settings.decoder_variance, conditional=conditional,
                       prior_mean=settings.prior_mean,
-                      prior_hidden_layers=settings.prior_hidden_layers)
+                      prior_hidden_layers=settings.prior_hidden_layers,
+                      activation=settings.activation, encoder_heads=settings.encoder_heads,
+                      dense_init=settings.dense_init)
 
 
 def train(model: VectorIVAE, x: np.ndarray, u: np.ndarray, seed: int,
@@ -249,14 +256,17 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def settings_of(args: argparse.Namespace) -> tuple[Settings, list[int]]:
-    """The settings and seeds; SystemExit with one `error:` line for a prior the model
-    cannot build."""
+    """The settings and seeds; SystemExit with one `error:` line for a network the
+    model cannot build."""
     settings = Settings(**{field.name: getattr(args, field.name)
                            for field in dataclasses.fields(Settings)})
     try:
         check_prior_fields(settings.prior_mean, settings.prior_hidden_layers, "--")
+        make_model(True, settings.num_sources, settings.num_segments, settings)
     except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
+        message = str(error)
+        flag = "--" if message.split(" ")[0] in Settings.__dataclass_fields__ else ""
+        raise SystemExit(f"error: {flag}{message}") from None
     return settings, list(range(args.seeds))
 
 

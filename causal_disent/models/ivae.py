@@ -37,26 +37,60 @@ import jax.numpy as jnp
 
 from causal_disent.models.vae import VAE, GaussianHead
 
-NEGATIVE_SLOPE = 0.1  # of the leaky ReLU in the MLPs
+NEGATIVE_SLOPE = 0.1  # of the leaky ReLU in the MLPs, and the linear term of xtanh
 
 
 def leaky_relu(x: jax.Array) -> jax.Array:
     return nn.leaky_relu(x, negative_slope=NEGATIVE_SLOPE)
 
 
-class LeakyReluMLP(nn.Module):
+def xtanh(x: jax.Array) -> jax.Array:
+    """tanh(x) + 0.1·x, the iVAE authors' default nonlinearity (models/nets.py)."""
+    return jnp.tanh(x) + NEGATIVE_SLOPE * x
+
+
+# The MLPs' nonlinearity (VectorIVAE's `activation`).
+ACTIVATIONS = {"leaky_relu": leaky_relu, "xtanh": xtanh}
+# Dense layers' initialisation (`dense_init`): Flax's (LeCun-normal kernels, zero
+# biases), or PyTorch's nn.Linear default, which the authors' code keeps: kernels and
+# biases uniform in ±1/√fan-in.
+DENSE_INITS = ("flax", "torch")
+# q(z | x, u)'s mean and log-variance (`encoder_heads`): the two halves of one MLP's
+# output ("shared"), or two MLPs, as the authors' `g` and `logv` ("separate").
+ENCODER_HEADS = ("shared", "separate")
+
+
+def _torch_bias_init(fan_in: int):
+    def init(key, shape, dtype=jnp.float32):
+        bound = 1.0 / jnp.sqrt(jnp.asarray(fan_in, dtype))
+        return jax.random.uniform(key, shape, dtype, -bound, bound)
+    return init
+
+
+class MLP(nn.Module):
     """[B, in] -> [B, out]: `num_hidden_layers` dense layers of `hidden` units, each
-    followed by a leaky ReLU, then a dense output layer."""
+    followed by `activation` (a key of `ACTIVATIONS`), then a dense output layer,
+    initialised as `dense_init` says."""
 
     hidden: int
     num_hidden_layers: int
     out: int
+    activation: str = "leaky_relu"
+    dense_init: str = "flax"
+
+    def _dense(self, features: int, fan_in: int, name: str) -> nn.Dense:
+        if self.dense_init == "flax":
+            return nn.Dense(features, name=name)
+        return nn.Dense(features, name=name,
+                        kernel_init=nn.initializers.variance_scaling(1 / 3, "fan_in", "uniform"),
+                        bias_init=_torch_bias_init(fan_in))
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
+        activation = ACTIVATIONS[self.activation]
         for layer in range(self.num_hidden_layers):
-            x = leaky_relu(nn.Dense(self.hidden, name=f"hidden{layer}")(x))
-        return nn.Dense(self.out, name="output")(x)
+            x = activation(self._dense(self.hidden, x.shape[-1], f"hidden{layer}")(x))
+        return self._dense(self.out, x.shape[-1], "output")(x)
 
 
 def conditional_gaussian_prior(hidden: int, num_latents: int) -> GaussianHead:
@@ -84,26 +118,29 @@ def check_prior_fields(prior_mean: str, prior_hidden_layers: int, section: str) 
                          "'learned' (its μ(u), log λ(u) head has one hidden layer)")
 
 
-def prior_network(prior_mean: str, hidden: int, hidden_layers: int,
-                  num_latents: int) -> nn.Module:
-    """p(z | u) of `prior_mean`: `ZeroMeanPrior` or `conditional_gaussian_prior`."""
+def prior_network(prior_mean: str, hidden: int, hidden_layers: int, num_latents: int,
+                  activation: str = "leaky_relu", dense_init: str = "flax") -> nn.Module:
+    """p(z | u) of `prior_mean`: `ZeroMeanPrior` (its MLP of `activation` and
+    `dense_init`) or `conditional_gaussian_prior` (leaky ReLU, Flax's initialisation)."""
     if prior_mean == "zero":
-        return ZeroMeanPrior(hidden, hidden_layers, num_latents)
+        return ZeroMeanPrior(hidden, hidden_layers, num_latents, activation, dense_init)
     return conditional_gaussian_prior(hidden, num_latents)
 
 
 class ZeroMeanPrior(nn.Module):
     """p(z | u) = N(0, diag λ(u)): u [B, n] -> (zeros, log λ(u)), each [B, d], log λ
-    by an MLP of `num_hidden_layers` leaky-ReLU layers of `hidden` units."""
+    by an `MLP` of `num_hidden_layers` layers of `hidden` units."""
 
     hidden: int
     num_hidden_layers: int
     num_latents: int
+    activation: str = "leaky_relu"
+    dense_init: str = "flax"
 
     @nn.compact
     def __call__(self, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
-        log_variance = LeakyReluMLP(self.hidden, self.num_hidden_layers, self.num_latents,
-                                    name="log_variance")(auxiliary)
+        log_variance = MLP(self.hidden, self.num_hidden_layers, self.num_latents,
+                           self.activation, self.dense_init, name="log_variance")(auxiliary)
         return jnp.zeros_like(log_variance), log_variance
 
 
@@ -173,6 +210,15 @@ def check_vector_ivae_config(model) -> None:
     if not model.decoder_variance > 0:
         raise ValueError(f"decoder_variance must be > 0, got {model.decoder_variance}")
     check_prior_fields(model.prior_mean, model.prior_hidden_layers, "")
+    for name, allowed in (("activation", tuple(ACTIVATIONS)), ("dense_init", DENSE_INITS),
+                          ("encoder_heads", ENCODER_HEADS)):
+        if getattr(model, name) not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {getattr(model, name)!r}")
+    if model.conditional and model.prior_mean == "learned" and (
+            model.activation, model.dense_init) != ("leaky_relu", "flax"):
+        raise ValueError("prior_mean 'learned' has a leaky-ReLU head with Flax's "
+                         "initialisation: use it with activation 'leaky_relu' and "
+                         "dense_init 'flax', or prior_mean 'zero'")
 
 
 class VectorIVAE(nn.Module):
@@ -180,11 +226,15 @@ class VectorIVAE(nn.Module):
     same network (not `conditional`):
 
       encoder  q(z | x, u) (q(z | x))  an MLP on [x, u] (x) -> mean, log-variance [B, d]
+               (`encoder_heads`: one MLP's two halves, or two MLPs)
       decoder  p(x | z) = N(g(z), decoder_variance·I), g an MLP [B, d] -> [B, D]
       prior    p(z | u) of `prior_mean` (`PRIOR_MEANS`) (N(0, I))
 
-    The MLPs have `num_hidden_layers` leaky-ReLU layers of `hidden` units; the prior's
-    `prior_hidden_layers` such layers.
+    The MLPs have `num_hidden_layers` layers of `hidden` units with `activation`; the
+    prior's `prior_hidden_layers` such layers; all initialised as `dense_init`. The
+    defaults are this project's network; the authors' `cleanIVAE` is
+    num_hidden_layers=2, activation="xtanh", encoder_heads="separate",
+    dense_init="torch", decoder_variance=0.1.
     """
 
     data_dim: int
@@ -198,17 +248,28 @@ class VectorIVAE(nn.Module):
     # linear layers); "learned", 1 is this project's first one.
     prior_mean: str = dataclasses.field(default="zero", kw_only=True)
     prior_hidden_layers: int = dataclasses.field(default=2, kw_only=True)
+    activation: str = dataclasses.field(default="leaky_relu", kw_only=True)
+    encoder_heads: str = dataclasses.field(default="shared", kw_only=True)
+    dense_init: str = dataclasses.field(default="flax", kw_only=True)
 
     def __post_init__(self):
         check_vector_ivae_config(self)
         super().__post_init__()
 
     def setup(self):
-        self.encoder = LeakyReluMLP(self.hidden, self.num_hidden_layers, 2 * self.num_latents)
-        self.decoder = LeakyReluMLP(self.hidden, self.num_hidden_layers, self.data_dim)
+        def mlp(out: int) -> MLP:
+            return MLP(self.hidden, self.num_hidden_layers, out, self.activation,
+                       self.dense_init)
+        if self.encoder_heads == "shared":
+            self.encoder = mlp(2 * self.num_latents)
+        else:
+            self.encoder_mean = mlp(self.num_latents)
+            self.encoder_log_variance = mlp(self.num_latents)
+        self.decoder = mlp(self.data_dim)
         if self.conditional:
-            self.conditional_prior = prior_network(self.prior_mean, self.hidden,
-                                                   self.prior_hidden_layers, self.num_latents)
+            self.conditional_prior = prior_network(
+                self.prior_mean, self.hidden, self.prior_hidden_layers, self.num_latents,
+                self.activation, self.dense_init)
 
     def encode(self, x: jax.Array, auxiliary: jax.Array) -> tuple[jax.Array, jax.Array]:
         """x [B, D], u [B, n] (unused by the plain VAE) -> (mean, log-variance) [B, d]."""
@@ -216,6 +277,8 @@ class VectorIVAE(nn.Module):
             raise ValueError(f"x must be [B, {self.data_dim}]; got shape {x.shape}")
         check_auxiliary(auxiliary, self.auxiliary_size)
         inputs = jnp.concatenate([x, auxiliary], axis=-1) if self.conditional else x
+        if self.encoder_heads == "separate":
+            return self.encoder_mean(inputs), self.encoder_log_variance(inputs)
         mean, log_variance = jnp.split(self.encoder(inputs), 2, axis=-1)
         return mean, log_variance
 

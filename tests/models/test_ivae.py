@@ -11,7 +11,7 @@ import pytest
 
 from causal_disent import models
 from causal_disent.data import registry
-from causal_disent.models.ivae import IVAE, NEGATIVE_SLOPE, VectorIVAE
+from causal_disent.models.ivae import IVAE, NEGATIVE_SLOPE, VectorIVAE, xtanh
 from causal_disent.runs import vae as vae_run
 from configs import ivae_dsprites_synth
 
@@ -167,7 +167,43 @@ def test_vector_model_prior_is_the_authors_three_layer_network_or_the_earlier_on
     assert not np.allclose(*means)
 
 
+def test_vector_model_as_the_authors_clean_ivae():
+    """ilkhem/iVAE `cleanIVAE`: g and logv two MLPs on [x, u], xtanh (tanh(x) + 0.1·x)
+    after each hidden layer, PyTorch's nn.Linear initialisation (weights and biases
+    U(±1/√fan-in))."""
+    model = vector_model(True, activation="xtanh", encoder_heads="separate",
+                         dense_init="torch", hidden=400)
+    variables = model.init(jax.random.key(1), X, U)
+    params = variables["params"]
+    assert "encoder" not in params
+    for head in ("encoder_mean", "encoder_log_variance"):
+        assert params[head]["hidden0"]["kernel"].shape == (4 + 3, 400)
+        assert params[head]["output"]["kernel"].shape == (400, 2)
+    for layer, fan_in in (("hidden0", 4 + 3), ("hidden1", 400)):
+        for name in ("kernel", "bias"):
+            scaled = np.asarray(params["decoder"][layer][name]) * np.sqrt(
+                2 if layer == "hidden0" else fan_in)  # the decoder's first fan-in: d = 2
+            assert np.abs(scaled).max() <= 1.0 and np.abs(scaled).max() > 0.9, (layer, name)
+    # The encoder's mean is the g MLP of the input, its nonlinearity xtanh.
+    inputs = np.concatenate([X, U], axis=-1)
+    hidden = inputs
+    g = params["encoder_mean"]
+    for layer in ("hidden0", "hidden1"):
+        hidden = hidden @ g[layer]["kernel"] + g[layer]["bias"]
+        hidden = np.tanh(hidden) + 0.1 * hidden
+    np.testing.assert_allclose(model.apply(variables, X, U)["mean"],
+                               hidden @ g["output"]["kernel"] + g["output"]["bias"],
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(xtanh(jnp.array([-2.0, 0.5])),
+                               [np.tanh(-2.0) - 0.2, np.tanh(0.5) + 0.05], rtol=1e-6)
+
+
 @pytest.mark.parametrize("fields, message", [
+    (dict(activation="relu"), r"activation must be one of \('leaky_relu', 'xtanh'\)"),
+    (dict(dense_init="glorot"), "dense_init must be one of"),
+    (dict(encoder_heads="two"), "encoder_heads must be one of"),
+    (dict(prior_mean="learned", prior_hidden_layers=1, activation="xtanh"),
+     "prior_mean 'learned' has a leaky-ReLU head"),
     (dict(data_dim=0), "data_dim must be positive, got 0"),
     (dict(hidden=0), "hidden must be positive, got 0"),
     (dict(num_hidden_layers=-1), "num_hidden_layers must be >= 0, got -1"),

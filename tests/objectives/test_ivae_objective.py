@@ -265,11 +265,13 @@ def load_benchmark():
     return importlib.import_module("benchmarks.ivae_identifiability")
 
 
-def test_identifiability_benchmark_core_runs_at_a_tiny_size():
+@pytest.mark.parametrize("network", [{}, dict(activation="xtanh", encoder_heads="separate",
+                                              dense_init="torch")], ids=["ours", "authors"])
+def test_identifiability_benchmark_core_runs_at_a_tiny_size(network):
     benchmark = load_benchmark()
     settings = benchmark.Settings(num_sources=2, num_segments=5, points_per_segment=40,
                                   num_layers=2, hidden=8, num_hidden_layers=1, batch_size=16,
-                                  steps=4, steps_per_call=4)
+                                  steps=4, steps_per_call=4, **network)
     result = benchmark.trial(0, settings)
     assert set(result) == {"ivae", "vae", "rotation"}  # no linear-mixing gap at L = 2
     for name in benchmark.MODELS:
@@ -295,6 +297,8 @@ def test_identifiability_benchmark_summary_and_arguments():
     with pytest.raises(SystemExit, match="error: --prior_hidden_layers must be 1 with "
                                          "prior_mean 'learned'"):
         benchmark.parse_settings(["--prior_mean=learned"])
+    with pytest.raises(SystemExit, match=r"error: --activation must be one of \('leaky_relu', "):
+        benchmark.parse_settings(["--activation=relu"])
 
 
 def test_mean_field_gap_vanishes_for_orthogonal_mixing_only():

@@ -208,6 +208,12 @@ def _start_distributed() -> None:
                  f"give process 0's host and a free port, e.g. 10.0.0.1:1234")
     timeout = _DISTRIBUTED_TIMEOUT.value
     if _PROCESS_ID.value == 0 and _COORDINATOR.value:
+        port = coordinator.split_address(_COORDINATOR.value)[1]
+        reason = coordinator.port_taken_reason(port)
+        if reason is not None:
+            sys.exit(f"error: --distributed: process 0 cannot serve the coordinator on "
+                     f"port {port} ({reason}; another job's coordinator?); give every "
+                     f"process a --coordinator_address with a free port")
         # When a process never joins, JAX ends this one with a fatal log after the
         # timeout; this line says what it was waiting for.
         print(f"[distributed] process 0: serving the coordinator at {_COORDINATOR.value}; "

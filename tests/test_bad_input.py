@@ -5,6 +5,7 @@ nothing written to the workdir. The commands run in parallel, once per module.""
 import concurrent.futures
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -212,3 +213,22 @@ def test_bad_input_is_one_error_line_and_changes_nothing(outcomes, case):
         assert len(messages) == 1, messages
     assert re.search(case[3], "\n".join(messages), re.DOTALL), messages
     assert after == before  # not even the workdir was created
+
+
+def test_a_coordinator_port_another_job_holds_is_one_error_line(tmp_path):
+    """Process 0 would otherwise crash in XLA's server (a segmentation fault)."""
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        case = ("coordinator port taken", MAIN,
+                [CT, "--workdir={w}", "--distributed", f"--coordinator_address=localhost:{port}",
+                 "--num_processes=2", "--process_id=0"])
+        result, before, after = run_case(case, tmp_path)
+    messages = [line for line in result.stderr.splitlines() if not _LOG_LINE.match(line)]
+    assert result.returncode == 1 and len(messages) == 1, result.stderr[-2000:]
+    assert messages[0] == (f"error: --distributed: process 0 cannot serve the coordinator on "
+                           f"port {port} (Address already in use; another job's "
+                           f"coordinator?); give every process a --coordinator_address "
+                           f"with a free port")
+    assert after == before

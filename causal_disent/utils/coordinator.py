@@ -4,9 +4,12 @@ jax.distributed.initialize cannot fail gracefully when the coordinator never ans
 after its timeout XLA's client ends the process with a fatal log and a C++ stack
 trace. A process other than 0 can first check, with plain TCP, that something
 listens at the coordinator's address, and say so in one line when nothing does (a
-mistyped host or port, or process 0 not started).
+mistyped host or port, or process 0 not started). Process 0, which serves the
+coordinator, checks that its port is free: a port another job holds makes XLA's
+server crash (a segmentation fault after one log line).
 """
 
+import errno
 import socket
 import time
 
@@ -37,3 +40,25 @@ def unreachable_reason(address: str, timeout_s: float, retry_s: float = 0.5) -> 
         if time.monotonic() + retry_s >= deadline:
             return reason
         time.sleep(retry_s)
+
+
+def port_taken_reason(port: int) -> str | None:
+    """Why the coordinator could not listen on `port` on every address of this host
+    (where JAX's process 0 binds it), or None when it can. SO_REUSEADDR, as gRPC sets
+    it, so that only a listening socket counts, not connections closing."""
+    for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+        try:
+            probe = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:  # no IPv6 on this host: try IPv4
+            continue
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((address, port))
+                probe.listen()
+            except OSError as error:
+                if error.errno == errno.EADDRNOTAVAIL:
+                    continue
+                return error.strerror or type(error).__name__
+        return None
+    return None

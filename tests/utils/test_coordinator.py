@@ -48,3 +48,12 @@ def test_nothing_listening_is_a_reason_after_the_timeout():
                                             retry_s=0.1)
     assert reason == "Connection refused"
     assert 0.3 < time.monotonic() - start < 3
+
+
+def test_a_port_another_socket_listens_on_is_taken_and_a_free_one_is_not():
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert coordinator.port_taken_reason(port) == "Address already in use"
+    assert coordinator.port_taken_reason(free_port()) is None

@@ -100,7 +100,7 @@ import optax  # noqa: E402
 
 from causal_disent.data import nonlinear_ica  # noqa: E402
 from causal_disent.evaluation.metrics.mcc import mean_correlation_coefficient  # noqa: E402
-from causal_disent.models.ivae import VectorIVAE, check_prior_fields  # noqa: E402
+from causal_disent.models.ivae import VectorIVAE  # noqa: E402
 from causal_disent.objectives.ivae import vector_ivae_loss  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 
@@ -267,8 +267,7 @@ def settings_of(args: argparse.Namespace) -> tuple[Settings, list[int]]:
     model cannot build."""
     settings = Settings(**{field.name: getattr(args, field.name)
                            for field in dataclasses.fields(Settings)})
-    try:
-        check_prior_fields(settings.prior_mean, settings.prior_hidden_layers, "--")
+    try:  # the model's own checks, which name its field (most are flags here too)
         make_model(True, settings.num_sources, settings.num_segments, settings)
     except ValueError as error:
         message = str(error)

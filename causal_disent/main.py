@@ -203,12 +203,13 @@ def _start_distributed() -> None:
                      f"{'it' if len(given) == 1 else 'them'} to train on this process's "
                      f"devices alone")
         return
-    if _COORDINATOR.value and coordinator.split_address(_COORDINATOR.value) is None:
+    address = _COORDINATOR.value and coordinator.split_address(_COORDINATOR.value)
+    if _COORDINATOR.value and address is None:
         sys.exit(f"error: --coordinator_address={_COORDINATOR.value} is not HOST:PORT; "
                  f"give process 0's host and a free port, e.g. 10.0.0.1:1234")
     timeout = _DISTRIBUTED_TIMEOUT.value
-    if _PROCESS_ID.value == 0 and _COORDINATOR.value:
-        port = coordinator.split_address(_COORDINATOR.value)[1]
+    if _PROCESS_ID.value == 0 and address:
+        port = address[1]
         reason = coordinator.port_taken_reason(port)
         if reason is not None:
             sys.exit(f"error: --distributed: process 0 cannot serve the coordinator on "
@@ -219,7 +220,7 @@ def _start_distributed() -> None:
         print(f"[distributed] process 0: serving the coordinator at {_COORDINATOR.value}; "
               f"waiting up to {timeout} s for all {_NUM_PROCESSES.value} processes",
               flush=True)
-    elif _COORDINATOR.value and _PROCESS_ID.value:  # checked first: see utils/coordinator
+    elif address and _PROCESS_ID.value:  # checked first: see utils/coordinator
         print(f"[distributed] process {_PROCESS_ID.value}: waiting up to {timeout} s for "
               f"the coordinator at {_COORDINATOR.value}", flush=True)
         reason = coordinator.unreachable_reason(_COORDINATOR.value, timeout)

@@ -155,10 +155,7 @@ class XBlock(nn.Module):
     def first_layer_fan_ins(self) -> np.ndarray:
         """[n]: the inputs of f_i's first layer that can be non-zero, unit_size per
         possible parent (`parent_support`) and one noise value."""
-        support = np.tril(np.ones((self.num_units, self.num_units)), k=-1)
-        if self.allowed_parents is not None:
-            support = support * np.asarray(self.allowed_parents)
-        return support.sum(axis=1) * self.unit_size + 1
+        return self._support().sum(axis=1) * self.unit_size + 1
 
     def _kernel_init(self, fan_ins: np.ndarray, fan_out: int):
         if self.weight_init == "lecun_normal":
@@ -207,9 +204,13 @@ class XBlock(nn.Module):
 
     def parent_support(self) -> jax.Array:
         """[n, n] 0/1: where M_ij may be non-zero (j < i, and allowed_parents)."""
-        support = jnp.tril(jnp.ones((self.num_units, self.num_units)), k=-1)
+        return jnp.asarray(self._support(), jnp.float32)
+
+    def _support(self) -> np.ndarray:
+        """`parent_support` as a NumPy constant (the initialisers' fan-ins read it too)."""
+        support = np.tril(np.ones((self.num_units, self.num_units), np.float32), k=-1)
         if self.allowed_parents is not None:
-            support = support * jnp.asarray(self.allowed_parents, support.dtype)
+            support = support * np.asarray(self.allowed_parents, np.float32)
         return support
 
     def structural_map(self, causes: jax.Array, noise: jax.Array,

@@ -95,8 +95,9 @@ _PROCESS_ID = flags.DEFINE_integer(
 _DISTRIBUTED_TIMEOUT = flags.DEFINE_integer(
     "distributed_timeout", 300,
     "With --distributed: seconds to wait for the coordinator and every process to "
-    "join (JAX's default); a process other than 0 that finds no coordinator at "
-    "--coordinator_address in that time stops with one line.", lower_bound=1)
+    "join (JAX's default); with --coordinator_address, --num_processes and "
+    "--process_id given, a process whose peers have not all met in that time stops "
+    "with one line naming the missing ones.", lower_bound=1)
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0,
     "Wall-clock budget of this command in minutes (0 = unlimited). When it is spent, "
@@ -208,27 +209,12 @@ def _start_distributed() -> None:
         sys.exit(f"error: --coordinator_address={_COORDINATOR.value} is not HOST:PORT; "
                  f"give process 0's host and a free port, e.g. 10.0.0.1:1234")
     timeout = _DISTRIBUTED_TIMEOUT.value
-    if _PROCESS_ID.value == 0 and address:
-        port = address[1]
-        reason = coordinator.port_taken_reason(port)
-        if reason is not None:
-            sys.exit(f"error: --distributed: process 0 cannot serve the coordinator on "
-                     f"port {port} ({reason}; another job's coordinator?); give every "
-                     f"process a --coordinator_address with a free port")
-        # When a process never joins, JAX ends this one with a fatal log after the
-        # timeout; this line says what it was waiting for.
-        print(f"[distributed] process 0: serving the coordinator at {_COORDINATOR.value}; "
-              f"waiting up to {timeout} s for all {_NUM_PROCESSES.value} processes",
-              flush=True)
-    elif address and _PROCESS_ID.value:  # checked first: see utils/coordinator
-        print(f"[distributed] process {_PROCESS_ID.value}: waiting up to {timeout} s for "
-              f"the coordinator at {_COORDINATOR.value}", flush=True)
-        reason = coordinator.unreachable_reason(_COORDINATOR.value, timeout)
-        if reason is not None:
-            sys.exit(f"error: --distributed: no coordinator answered at "
-                     f"{_COORDINATOR.value} in {timeout} s ({reason}); start process 0 "
-                     f"(--process_id=0 serves it) or fix --coordinator_address to its "
-                     f"HOST:PORT")
+    if address and _NUM_PROCESSES.value is not None and _PROCESS_ID.value is not None:
+        try:  # see utils/coordinator: JAX itself ends in a fatal log when they cannot
+            coordinator.meet(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value,
+                             timeout)
+        except coordinator.RendezvousError as error:
+            sys.exit(f"error: --distributed: {error}")
     try:
         jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
                                    num_processes=_NUM_PROCESSES.value,

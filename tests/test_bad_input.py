@@ -232,3 +232,21 @@ def test_a_coordinator_port_another_job_holds_is_one_error_line(tmp_path):
                            f"coordinator?); give every process a --coordinator_address "
                            f"with a free port")
     assert after == before
+
+
+def test_a_process_that_never_joins_is_one_error_line_in_process_0(tmp_path):
+    """JAX's coordinator would end process 0 with a fatal log and a C++ stack trace."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    case = ("a process never joins", MAIN,
+            [CT, "--workdir={w}", "--distributed", f"--coordinator_address=localhost:{port}",
+             "--num_processes=3", "--process_id=0", "--distributed_timeout=1"])
+    result, before, after = run_case(case, tmp_path)
+    messages = [line for line in result.stderr.splitlines() if not _LOG_LINE.match(line)]
+    assert result.returncode == 1 and len(messages) == 1, result.stderr[-2000:]
+    assert messages[0] == (
+        "error: --distributed: processes 1 and 2 of 3 did not join in 1 s; start every "
+        "process with the same --coordinator_address and --num_processes=3 and its own "
+        "--process_id (0 to 2), or raise --distributed_timeout")
+    assert after == before

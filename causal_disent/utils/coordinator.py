@@ -1,17 +1,31 @@
-"""Whether a `--distributed` coordinator answers, checked before JAX is asked to join it.
+"""The `--distributed` processes meet over plain TCP before JAX is asked to join them.
 
-jax.distributed.initialize cannot fail gracefully when the coordinator never answers:
-after its timeout XLA's client ends the process with a fatal log and a C++ stack
-trace. A process other than 0 can first check, with plain TCP, that something
-listens at the coordinator's address, and say so in one line when nothing does (a
-mistyped host or port, or process 0 not started). Process 0, which serves the
-coordinator, checks that its port is free: a port another job holds makes XLA's
-server crash (a segmentation fault after one log line).
+jax.distributed.initialize cannot fail gracefully: when the coordinator never answers,
+or a process never joins, XLA's client ends the process after its timeout with a
+fatal log and a C++ stack trace, and a coordinator port another job holds makes XLA's
+server crash (a segmentation fault). So when every process is given its address,
+count and index, they first meet here: process 0 listens on the coordinator's port
+(one line when it cannot) and waits for a greeting from each other process; each
+other process connects, retrying while process 0 has not started, greets it, and
+waits for its answer. Only when all N have met does process 0 free the port and JAX
+start; otherwise every process that can still be told ends with one line saying who
+was missing or which flags disagree.
+
+The greeting is one line, "causal_disent <process_id> <num_processes>"; the answer is
+"go", or "stop <why>".
 """
 
 import errno
+import selectors
 import socket
 import time
+
+_GREETING = "causal_disent"
+_CLOSE_WAIT_S = 2.0  # how long process 0 waits for its peers to hang up after "go"
+
+
+class RendezvousError(Exception):
+    """The processes could not meet; the message says why and what to fix."""
 
 
 def split_address(address: str) -> tuple[str, int] | None:
@@ -22,43 +36,238 @@ def split_address(address: str) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
-def unreachable_reason(address: str, timeout_s: float, retry_s: float = 0.5) -> str | None:
-    """None once a TCP connection to `address` ("host:port") succeeds; else, after
-    `timeout_s` seconds of retries (process 0 may start later than this one), why the
-    last try failed."""
+def listen(port: int) -> socket.socket:
+    """A socket listening on `port` on every address of this host, where JAX's process 0
+    serves the coordinator (dual-stack where the host has IPv6). SO_REUSEADDR, as gRPC
+    sets it, so that only a listening socket makes the port taken, not connections
+    closing. Raises OSError when the port cannot be had."""
+    for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+        try:
+            server = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:  # no IPv6 on this host: try IPv4
+            continue
+        try:
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                server.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            server.bind((address, port))
+            server.listen()
+            return server
+        except OSError as error:
+            server.close()
+            if error.errno != errno.EADDRNOTAVAIL:
+                raise
+    raise OSError(errno.EADDRNOTAVAIL, "no address of this host to listen on")
+
+
+def meet(address: str, num_processes: int, process_id: int, timeout_s: float) -> None:
+    """Every process calls this, before jax.distributed.initialize, with the same
+    `address` (process 0's HOST:PORT, as `split_address` accepts) and `num_processes`,
+    and its own `process_id`. It returns once all have met, so that JAX starts only
+    when it can finish; it prints what this process waits for, and raises
+    RendezvousError saying why the processes cannot meet."""
+    if not 0 <= process_id < num_processes:
+        raise RendezvousError(
+            f"--process_id={process_id} is not one of 0 to {num_processes - 1} "
+            f"(--num_processes={num_processes}); give each process its own index")
+    if process_id == 0:
+        port = split_address(address)[1]
+        try:
+            server = listen(port)
+        except OSError as error:
+            raise RendezvousError(
+                f"process 0 cannot serve the coordinator on port {port} "
+                f"({error.strerror or error}; another job's coordinator?); give every "
+                f"process a --coordinator_address with a free port") from None
+        print(f"[distributed] process 0: serving the coordinator at {address}; waiting "
+              f"up to {timeout_s:g} s for all {num_processes} processes", flush=True)
+        gather(server, num_processes, timeout_s)
+    else:
+        print(f"[distributed] process {process_id}: waiting up to {timeout_s:g} s for "
+              f"the coordinator at {address} and all {num_processes} processes",
+              flush=True)
+        join(address, process_id, num_processes, timeout_s)
+
+
+def gather(server: socket.socket, num_processes: int, timeout_s: float) -> None:
+    """Process 0: wait on `server` (from `listen`) until processes 1 … N - 1 have each
+    greeted it, then close `server`, freeing the port for JAX's coordinator, and
+    answer "go" to each. Raises RendezvousError, after telling the processes that
+    came, when one has not joined within `timeout_s` seconds, two give the same
+    --process_id, or one counts a different --num_processes."""
+    deadline = time.monotonic() + timeout_s
+    selector = selectors.DefaultSelector()
+    selector.register(server, selectors.EVENT_READ)
+    greeting: dict[socket.socket, bytes] = {}  # connections whose greeting is incomplete
+    joined: dict[int, socket.socket] = {}
+    refused: list[socket.socket] = []  # greeted with flags that do not fit this job
+    problem = None
+
+    def drop(connection):
+        selector.unregister(connection)
+        connection.close()
+        greeting.pop(connection, None)
+        for process_id in [i for i, joiner in joined.items() if joiner is connection]:
+            del joined[process_id]
+
+    try:
+        while problem is None and len(joined) < num_processes - 1:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                missing = [i for i in range(1, num_processes) if i not in joined]
+                problem = (f"{_process_list(missing)} of {num_processes} did not join in "
+                           f"{timeout_s:g} s; start every process with the same "
+                           f"--coordinator_address and --num_processes={num_processes} and "
+                           f"its own --process_id (0 to {num_processes - 1}), or raise "
+                           f"--distributed_timeout")
+                break
+            for key, _ in selector.select(remaining):
+                if key.fileobj is server:
+                    try:
+                        connection, _ = server.accept()
+                    except OSError:  # it hung up before being accepted
+                        continue
+                    connection.settimeout(_CLOSE_WAIT_S)
+                    selector.register(connection, selectors.EVENT_READ)
+                    greeting[connection] = b""
+                    continue
+                connection = key.fileobj
+                try:
+                    data = connection.recv(256)
+                except OSError:
+                    data = b""
+                if not data:  # it gave up waiting, or was only a port probe
+                    drop(connection)
+                    continue
+                if connection not in greeting:
+                    continue  # nothing more is expected from a process that greeted
+                greeting[connection] += data
+                if b"\n" not in greeting[connection]:
+                    continue
+                words = greeting.pop(connection).split(b"\n")[0].decode(errors="replace")
+                words = words.split()
+                if (len(words) != 3 or words[0] != _GREETING
+                        or not (words[1].isdigit() and words[2].isdigit())):
+                    drop(connection)  # not one of ours
+                    continue
+                process_id, their_count = int(words[1]), int(words[2])
+                problem = _disagreement(process_id, their_count, num_processes, joined)
+                if problem is None:
+                    joined[process_id] = connection
+                else:
+                    refused.append(connection)
+        server.close()  # JAX's coordinator binds this port next
+        answer = ("go\n" if problem is None else f"stop {problem}\n").encode()
+        # On a problem, those still greeting are told too, so that they end at once.
+        told = [*joined.values(), *refused, *(greeting if problem else [])]
+        for connection in told:
+            try:
+                connection.sendall(answer)
+            except OSError:
+                pass  # it has gone, and says why itself
+        _wait_for_hang_ups(told)
+    finally:
+        server.close()
+        for key in list(selector.get_map().values()):
+            key.fileobj.close()
+        selector.close()
+    if problem is not None:
+        raise RendezvousError(problem)
+
+
+def join(address: str, process_id: int, num_processes: int, timeout_s: float,
+         retry_s: float = 0.5) -> None:
+    """A process other than 0: connect to process 0 at `address` (retrying for
+    `timeout_s` seconds, since it may start later), greet it and wait, within the
+    same `timeout_s`, until it says every process has joined. Raises RendezvousError
+    saying why not."""
+    deadline = time.monotonic() + timeout_s
+    connection, reason = _connect(address, deadline, retry_s)
+    if connection is None:
+        raise RendezvousError(
+            f"no coordinator answered at {address} in {timeout_s:g} s ({reason}); start "
+            f"process 0 (--process_id=0 serves it) or fix --coordinator_address to its "
+            f"HOST:PORT")
+    with connection:
+        try:
+            connection.sendall(f"{_GREETING} {process_id} {num_processes}\n".encode())
+            answer = _read_line(connection, deadline)
+        except TimeoutError:
+            raise RendezvousError(
+                f"process 0 at {address} had not heard from every process in "
+                f"{timeout_s:g} s; start the missing ones, or raise --distributed_timeout"
+            ) from None
+        except OSError as error:
+            answer = f"(connection lost: {error.strerror or type(error).__name__})"
+    if answer == "go":
+        return
+    if answer.startswith("stop "):
+        raise RendezvousError(f"process 0 stopped: {answer[len('stop '):]}")
+    raise RendezvousError(
+        f"the coordinator at {address} did not answer as a causal_disent process 0 "
+        f"({answer or 'it hung up'}); start process 0 with this version of "
+        f"causal_disent, or fix --coordinator_address")
+
+
+def _disagreement(process_id: int, their_count: int, num_processes: int,
+                  joined: dict) -> str | None:
+    """Why a process greeting with these flags cannot be one of this job's (whose
+    `joined` processes have greeted already), or None."""
+    if their_count != num_processes:
+        return (f"process {process_id} was started with --num_processes={their_count} "
+                f"and process 0 with {num_processes}; give every process the same "
+                f"--num_processes")
+    if process_id in joined or not 0 < process_id < num_processes:
+        which = ("two processes were" if process_id in joined else "a process was")
+        return (f"{which} started with --process_id={process_id}; give each process "
+                f"its own --process_id, 0 (the coordinator) to {num_processes - 1}")
+    return None
+
+
+def _process_list(ids: list[int]) -> str:
+    named = ", ".join(map(str, ids[:-1])) + (" and " if len(ids) > 1 else "") + str(ids[-1])
+    return f"process{'es' if len(ids) > 1 else ''} {named}"
+
+
+def _wait_for_hang_ups(connections: list[socket.socket]) -> None:
+    """Let each peer close first, so that the closed connections' TIME_WAIT lies on
+    their side rather than on the coordinator's port."""
+    deadline = time.monotonic() + _CLOSE_WAIT_S
+    for connection in connections:
+        try:
+            connection.settimeout(max(deadline - time.monotonic(), 0.01))
+            while connection.recv(256):
+                pass
+        except OSError:
+            pass
+
+
+def _read_line(connection: socket.socket, deadline: float) -> str:
+    """The first line `connection` sends before `deadline` (TimeoutError after it),
+    or what came before it hung up."""
+    received = b""
+    while b"\n" not in received:
+        connection.settimeout(max(deadline - time.monotonic(), 0.01))
+        data = connection.recv(1024)
+        if not data:
+            break
+        received += data
+    return received.split(b"\n")[0].decode(errors="replace").strip()
+
+
+def _connect(address: str, deadline: float,
+             retry_s: float) -> tuple[socket.socket | None, str | None]:
+    """(connection, None), or (None, why the last try before `deadline` failed)."""
     parts = split_address(address)
     if parts is None:
-        return f"{address!r} is not HOST:PORT"
-    deadline = time.monotonic() + timeout_s
+        return None, f"{address!r} is not HOST:PORT"
     while True:
         remaining = deadline - time.monotonic()
         try:
-            with socket.create_connection(parts, timeout=max(min(remaining, 2.0), 0.1)):
-                return None
+            return socket.create_connection(
+                parts, timeout=max(min(remaining, 2.0), 0.1)), None
         except OSError as error:  # refused, unknown host, unreachable, timed out
             reason = error.strerror or type(error).__name__
         if time.monotonic() + retry_s >= deadline:
-            return reason
+            return None, reason
         time.sleep(retry_s)
-
-
-def port_taken_reason(port: int) -> str | None:
-    """Why the coordinator could not listen on `port` on every address of this host
-    (where JAX's process 0 binds it), or None when it can. SO_REUSEADDR, as gRPC sets
-    it, so that only a listening socket counts, not connections closing."""
-    for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
-        try:
-            probe = socket.socket(family, socket.SOCK_STREAM)
-        except OSError:  # no IPv6 on this host: try IPv4
-            continue
-        with probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((address, port))
-                probe.listen()
-            except OSError as error:
-                if error.errno == errno.EADDRNOTAVAIL:
-                    continue
-                return error.strerror or type(error).__name__
-        return None
-    return None

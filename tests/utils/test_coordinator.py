@@ -1,5 +1,5 @@
-"""utils/coordinator: the TCP check a --distributed process other than 0 makes before
-JAX joins the coordinator (whose own timeout ends the process with a fatal log)."""
+"""utils/coordinator: where the --distributed processes meet over plain TCP before JAX
+joins them (JAX's own timeouts end a process with a fatal log)."""
 
 import socket
 import threading
@@ -24,36 +24,135 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_a_listening_coordinator_answers_even_when_it_starts_later():
-    port = free_port()
-    server = socket.socket()
-
-    def listen_after_a_while():
-        time.sleep(0.6)  # after the first refused tries
-        server.bind(("127.0.0.1", port))
-        server.listen()
-    thread = threading.Thread(target=listen_after_a_while)
-    thread.start()
-    try:
-        assert coordinator.unreachable_reason(f"127.0.0.1:{port}", timeout_s=10,
-                                              retry_s=0.1) is None
-    finally:
-        thread.join()
-        server.close()
-
-
-def test_nothing_listening_is_a_reason_after_the_timeout():
-    start = time.monotonic()
-    reason = coordinator.unreachable_reason(f"127.0.0.1:{free_port()}", timeout_s=0.5,
-                                            retry_s=0.1)
-    assert reason == "Connection refused"
-    assert 0.3 < time.monotonic() - start < 3
-
-
-def test_a_port_another_socket_listens_on_is_taken_and_a_free_one_is_not():
+def test_a_port_another_socket_listens_on_cannot_serve_the_coordinator():
     with socket.socket() as holder:
         holder.bind(("0.0.0.0", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        assert coordinator.port_taken_reason(port) == "Address already in use"
-    assert coordinator.port_taken_reason(free_port()) is None
+        with pytest.raises(coordinator.RendezvousError) as error:
+            coordinator.meet(f"localhost:{port}", num_processes=2, process_id=0,
+                             timeout_s=1)
+    assert str(error.value) == (
+        f"process 0 cannot serve the coordinator on port {port} (Address already in "
+        f"use; another job's coordinator?); give every process a --coordinator_address "
+        f"with a free port")
+
+
+def test_a_process_id_outside_the_job_is_refused_before_any_waiting():
+    with pytest.raises(coordinator.RendezvousError, match=r"^--process_id=2 is not one "
+                       r"of 0 to 1 \(--num_processes=2\); give each process its own"):
+        coordinator.meet("localhost:1", num_processes=2, process_id=2, timeout_s=60)
+
+
+def start_processes(port, greetings, timeout_s=10.0, stagger_s=0.0):
+    """Threads joining process 0 at localhost:`port`, one per (process_id,
+    num_processes), the i-th after i * `stagger_s` seconds; returns them and a dict
+    i -> the error the i-th ended with (None when it went on)."""
+    outcomes, threads = {}, []
+
+    def process(index, process_id, num_processes):
+        time.sleep(index * stagger_s)
+        try:
+            coordinator.join(f"localhost:{port}", process_id, num_processes, timeout_s,
+                             retry_s=0.05)
+            outcomes[index] = None
+        except coordinator.RendezvousError as error:
+            outcomes[index] = str(error)
+    for index, (process_id, num_processes) in enumerate(greetings):
+        threads.append(threading.Thread(target=process,
+                                        args=(index, process_id, num_processes)))
+        threads[-1].start()
+    return threads, outcomes
+
+
+def finish(threads):
+    for thread in threads:
+        thread.join(timeout=20)
+        assert not thread.is_alive()
+
+
+def test_every_process_goes_on_once_all_have_met_and_the_port_is_freed_for_jax():
+    port = free_port()
+    # Processes 1 and 2 start before process 0, and a port probe is not a process.
+    threads, outcomes = start_processes(port, [(1, 3), (2, 3)])
+    time.sleep(0.3)
+    server = coordinator.listen(port)
+    socket.create_connection(("localhost", port)).close()
+    with socket.create_connection(("localhost", port)) as stranger:
+        stranger.sendall(b"GET / HTTP/1.0\n")
+    coordinator.gather(server, num_processes=3, timeout_s=10)
+    finish(threads)
+    assert outcomes == {0: None, 1: None}
+    coordinator.listen(port).close()  # the port is free again
+
+
+def test_a_process_that_never_joins_is_named_by_process_0_and_the_ones_that_came():
+    server = coordinator.listen(0)
+    port = server.getsockname()[1]
+    threads, outcomes = start_processes(port, [(1, 4)])
+    start = time.monotonic()
+    with pytest.raises(coordinator.RendezvousError) as error:
+        coordinator.gather(server, num_processes=4, timeout_s=0.5)
+    assert 0.4 < time.monotonic() - start < 5
+    finish(threads)
+    assert str(error.value).startswith(
+        "processes 2 and 3 of 4 did not join in 0.5 s; start every process with the same "
+        "--coordinator_address and --num_processes=4 and its own --process_id (0 to 3), "
+        "or raise --distributed_timeout")
+    assert outcomes == {0: f"process 0 stopped: {error.value}"}
+
+
+def test_a_process_that_gave_up_before_the_others_came_is_not_counted():
+    server = coordinator.listen(0)
+    port = server.getsockname()[1]
+    early, early_outcome = start_processes(port, [(1, 3)], timeout_s=0.2)
+    finish(early)  # it gives up waiting for process 2
+    assert early_outcome[0].startswith(f"process 0 at localhost:{port} had not heard from")
+    late, _ = start_processes(port, [(2, 3)], timeout_s=2)
+    with pytest.raises(coordinator.RendezvousError, match="^process 1 of 3 did not join"):
+        coordinator.gather(server, num_processes=3, timeout_s=0.8)
+    finish(late)
+
+
+@pytest.mark.parametrize("greetings, problem", [
+    ([(1, 3), (1, 3)], "two processes were started with --process_id=1; give each process "
+                       "its own --process_id, 0 (the coordinator) to 2"),
+    ([(1, 3), (2, 2)], "process 2 was started with --num_processes=2 and process 0 with 3; "
+                       "give every process the same --num_processes")])
+def test_flags_that_disagree_stop_every_process_with_the_same_line(greetings, problem):
+    server = coordinator.listen(0)
+    threads, outcomes = start_processes(server.getsockname()[1], greetings, stagger_s=0.3)
+    with pytest.raises(coordinator.RendezvousError) as error:
+        coordinator.gather(server, num_processes=3, timeout_s=10)
+    finish(threads)
+    assert str(error.value) == problem
+    assert outcomes == {0: f"process 0 stopped: {problem}", 1: f"process 0 stopped: {problem}"}
+
+
+def test_no_process_0_is_one_reason_after_the_timeout():
+    with pytest.raises(coordinator.RendezvousError,
+                       match=r"^no coordinator answered at 127.0.0.1:\d+ in 0.3 s "
+                             r"\(Connection refused\); start process 0"):
+        coordinator.join(f"127.0.0.1:{free_port()}", 1, 2, timeout_s=0.3, retry_s=0.05)
+
+
+def test_a_server_that_is_not_process_0_is_named_as_one():
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.listen()
+        port = stranger.getsockname()[1]
+
+        def answer_like_a_web_server():
+            connection, _ = stranger.accept()
+            with connection:
+                connection.recv(256)
+                connection.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+        thread = threading.Thread(target=answer_like_a_web_server)
+        thread.start()
+        with pytest.raises(coordinator.RendezvousError) as error:
+            coordinator.join(f"127.0.0.1:{port}", 1, 2, timeout_s=10)
+        thread.join()
+    assert str(error.value) == (
+        f"the coordinator at 127.0.0.1:{port} did not answer as a causal_disent process 0 "
+        f"(HTTP/1.0 400 Bad Request); start process 0 with this version of "
+        f"causal_disent, or fix --coordinator_address")

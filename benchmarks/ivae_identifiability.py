@@ -101,13 +101,18 @@ import optax  # noqa: E402
 from causal_disent.data import nonlinear_ica  # noqa: E402
 from causal_disent.evaluation.metrics.mcc import mean_correlation_coefficient  # noqa: E402
 from causal_disent.models.ivae import VectorIVAE  # noqa: E402
-from causal_disent.objectives.ivae import vector_ivae_loss  # noqa: E402
+from causal_disent.objectives.ivae import (  # noqa: E402
+    vector_ivae_loss,
+    vector_ivae_weighted_loss,
+)
 from causal_disent.runs import records  # noqa: E402
 
 MODELS = {"ivae": True, "vae": False}  # name -> conditional
 # The table's rows: the two models, then the true sources under a Haar-random rotation,
 # what a method that identifies the sources only up to rotation scores by chance.
 ROWS = (*MODELS, "rotation")
+# data/nonlinear_ica's argument -> this script's flag, where they differ.
+DATA_FLAGS = {"slope": "mixing_slope", "activation": "mixing_activation"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +127,10 @@ class Settings:
     distribution: str = "gaussian"
     mean_range: float = 0.0
     matrices: str = "orthogonal"
+    # The authors' data: uniform_lower_quartile, xtanh, 0.1, repeat_matrix=True.
+    mixing_activation: str = "leaky_relu"
+    mixing_slope: float = 0.2
+    repeat_matrix: bool = False
     hidden: int = 50
     num_hidden_layers: int = 3
     prior_mean: str = "zero"  # the iVAE authors' N(0, diag λ(u)); "learned": N(μ(u), ·)
@@ -132,10 +141,20 @@ class Settings:
     activation: str = "leaky_relu"
     encoder_heads: str = "shared"
     dense_init: str = "flax"
+    # "": the ELBO (reconstruction + analytic KL); "a,b,c,d": the authors' weighted
+    # objective (objectives/ivae.vector_ivae_weighted_loss; theirs is 100,1,0,10).
+    loss_weights: str = ""
     learning_rate: float = 3e-3
     batch_size: int = 256
     steps: int = 20_000
     steps_per_call: int = 500  # steps of one jitted scan
+    # > 0: that many epochs of shuffled batches without replacement (the last partial
+    # batch dropped), as the authors' DataLoader, instead of `steps` drawn with
+    # replacement; with plateau_factor > 0 the learning rate is multiplied by it after
+    # every epoch whose mean loss did not improve (PyTorch's ReduceLROnPlateau with
+    # patience 0, the authors' schedule: 20 epochs, 0.1).
+    epochs: int = 0
+    plateau_factor: float = 0.0
 
 
 def make_data(seed: int, settings: Settings) -> nonlinear_ica.NonlinearICAData:
@@ -143,7 +162,8 @@ def make_data(seed: int, settings: Settings) -> nonlinear_ica.NonlinearICAData:
         seed, num_sources=settings.num_sources, num_segments=settings.num_segments,
         points_per_segment=settings.points_per_segment, num_layers=settings.num_layers,
         distribution=settings.distribution, mean_range=settings.mean_range,
-        matrices=settings.matrices)
+        matrices=settings.matrices, activation=settings.mixing_activation,
+        slope=settings.mixing_slope, repeat_matrix=settings.repeat_matrix)
 
 
 def make_model(conditional: bool, num_sources: int, num_segments: int,
@@ -158,41 +178,101 @@ def make_model(conditional: bool, num_sources: int, num_segments: int,
                       dense_init=settings.dense_init)
 
 
+def loss_weights(settings: Settings) -> tuple[float, float, float, float] | None:
+    """The four weights of `settings.loss_weights`, or None for the ELBO; ValueError
+    when it is not four numbers."""
+    if not settings.loss_weights:
+        return None
+    try:
+        weights = tuple(float(weight) for weight in settings.loss_weights.split(","))
+    except ValueError:
+        weights = ()
+    if len(weights) != 4:
+        raise ValueError(f"loss_weights must be four numbers a,b,c,d (the authors': "
+                         f"100,1,0,10), got {settings.loss_weights!r}")
+    return weights
+
+
+class PlateauSchedule:
+    """PyTorch's ReduceLROnPlateau at its defaults but `factor` and patience 0 (mode
+    "min", relative threshold 1e-4, no cooldown): after an epoch whose loss is not
+    below best·(1 − 1e-4), the learning rate is multiplied by `factor`."""
+
+    def __init__(self, learning_rate: float, factor: float):
+        self.learning_rate, self.factor, self.best = learning_rate, factor, float("inf")
+
+    def step(self, loss: float) -> float:
+        """The learning rate for the next epoch, after one whose mean loss was `loss`."""
+        if loss < self.best * (1.0 - 1e-4):
+            self.best = loss
+        elif self.learning_rate * (1.0 - self.factor) > 1e-8:
+            self.learning_rate *= self.factor
+        return self.learning_rate
+
+
 def train(model: VectorIVAE, x: np.ndarray, u: np.ndarray, seed: int,
-          settings: Settings) -> tuple[dict, float, float]:
-    """Adam on `vector_ivae_loss` (β = 1) over minibatches drawn uniformly with
-    replacement, `settings.steps` steps in jitted scans. Returns (params, the last
-    scan's mean loss, seconds including compilation)."""
+          settings: Settings) -> tuple[dict, float, float, list[float]]:
+    """Adam on `vector_ivae_loss` (β = 1), or the authors' weighted objective, over
+    minibatches drawn uniformly with replacement (`settings.steps` steps in jitted
+    scans) or in shuffled epochs (`settings.epochs`, one jitted scan each). Returns
+    (params, the last scan's mean loss, seconds including compilation, the learning
+    rate of each epoch)."""
     start = time.perf_counter()
     init_rng, train_rng = jax.random.split(jax.random.key(seed))
     x, u = jnp.asarray(x), jnp.asarray(u)
     params = model.init(init_rng, x[:1], u[:1])["params"]
-    tx = optax.adam(settings.learning_rate)
+    # A learning rate in the optimiser's state only where it changes: held there it
+    # rounds differently, and the constant one keeps the earlier records' numbers.
+    tx = (optax.inject_hyperparams(optax.adam)(learning_rate=settings.learning_rate)
+          if settings.plateau_factor else optax.adam(settings.learning_rate))
     opt_state = tx.init(params)
+    weights = loss_weights(settings)
 
     def loss_fn(params, batch, rng):
-        return vector_ivae_loss(params, batch, rng, model=model, beta=1.0)
+        if weights is None:
+            return vector_ivae_loss(params, batch, rng, model=model, beta=1.0)
+        return vector_ivae_weighted_loss(params, batch, rng, model=model, weights=weights,
+                                         dataset_size=len(x))
 
-    def one_step(carry, rng):
+    def one_step(carry, step_inputs):
         params, opt_state = carry
-        batch_rng, sample_rng = jax.random.split(rng)
-        index = jax.random.randint(batch_rng, (settings.batch_size,), 0, len(x))
+        index, rng = step_inputs
         batch = {"x": x[index], "auxiliary": u[index]}
-        (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch, sample_rng)
+        (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch, rng)
         updates, opt_state = tx.update(grads, opt_state)
         return (optax.apply_updates(params, updates), opt_state), loss
 
     @jax.jit
-    def scan_steps(params, opt_state, rngs):
-        (params, opt_state), losses = jax.lax.scan(one_step, (params, opt_state), rngs)
+    def scan_steps(params, opt_state, indices, rngs):
+        (params, opt_state), losses = jax.lax.scan(one_step, (params, opt_state),
+                                                   (indices, rngs))
         return params, opt_state, jnp.mean(losses)
 
-    loss = jnp.nan
+    loss, learning_rates = jnp.nan, []
+    if settings.epochs:
+        schedule = PlateauSchedule(settings.learning_rate, settings.plateau_factor)
+        batches = len(x) // settings.batch_size
+        for epoch in range(settings.epochs):
+            learning_rates.append(schedule.learning_rate)
+            order_rng, step_rng = jax.random.split(jax.random.fold_in(train_rng, epoch))
+            indices = jax.random.permutation(order_rng, len(x))[:batches * settings.batch_size]
+            params, opt_state, loss = scan_steps(
+                params, opt_state, indices.reshape(batches, settings.batch_size),
+                jax.random.split(step_rng, batches))
+            if settings.plateau_factor:
+                opt_state.hyperparams["learning_rate"] = jnp.asarray(
+                    schedule.step(float(loss)), jnp.float32)
+        return params, float(loss), time.perf_counter() - start, learning_rates
     for first in range(0, settings.steps, settings.steps_per_call):
         count = min(settings.steps_per_call, settings.steps - first)
         rngs = jax.random.split(jax.random.fold_in(train_rng, first), count)
-        params, opt_state, loss = scan_steps(params, opt_state, rngs)
-    return params, float(loss), time.perf_counter() - start
+        # As before epochs existed: each step's key splits into its batch's and its
+        # sample's.
+        batch_rngs, sample_rngs = jax.vmap(jax.random.split, out_axes=1)(rngs)
+        indices = jax.vmap(lambda key: jax.random.randint(
+            key, (settings.batch_size,), 0, len(x)))(batch_rngs)
+        params, opt_state, loss = scan_steps(params, opt_state, indices, sample_rngs)
+    return params, float(loss), time.perf_counter() - start, learning_rates
 
 
 def encoder_means(model: VectorIVAE, params: dict, x: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -229,9 +309,11 @@ def trial(seed: int, settings: Settings) -> dict:
         results["mean_field_gap"] = linear_mean_field_gap(data, settings.decoder_variance)
     for name, conditional in MODELS.items():
         model = make_model(conditional, data.s.shape[1], data.u.shape[1], settings)
-        params, loss, seconds = train(model, x, data.u, seed, settings)
+        params, loss, seconds, learning_rates = train(model, x, data.u, seed, settings)
         score = mean_correlation_coefficient(data.s, encoder_means(model, params, x, data.u))
         results[name] = {"mcc": score["mcc"], "seconds": seconds, "final_loss": loss}
+        if learning_rates:
+            results[name]["learning_rates"] = learning_rates
     rotation = nonlinear_ica.random_orthogonal_matrix(np.random.default_rng(seed),
                                                       data.s.shape[1])
     results["rotation"] = {"mcc": mean_correlation_coefficient(data.s, data.s @ rotation)["mcc"],
@@ -256,10 +338,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. seeds - 1")
     defaults = Settings()
     for field in dataclasses.fields(Settings):
-        parser.add_argument(f"--{field.name}", type=type(getattr(defaults, field.name)),
-                            default=getattr(defaults, field.name))
+        default = getattr(defaults, field.name)
+        parser.add_argument(f"--{field.name}", default=default,
+                            type=_boolean if isinstance(default, bool) else type(default))
     records.add_record_flag(parser)
     return parser.parse_args(argv)
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() not in ("true", "false", "1", "0"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+    return text.lower() in ("true", "1")
 
 
 def settings_of(args: argparse.Namespace) -> tuple[Settings, list[int]]:
@@ -269,10 +358,19 @@ def settings_of(args: argparse.Namespace) -> tuple[Settings, list[int]]:
                            for field in dataclasses.fields(Settings)})
     try:  # the model's own checks, which name its field (most are flags here too)
         make_model(True, settings.num_sources, settings.num_segments, settings)
+        loss_weights(settings)
     except ValueError as error:
         message = str(error)
         flag = "--" if message.split(" ")[0] in Settings.__dataclass_fields__ else ""
         raise SystemExit(f"error: {flag}{message}") from None
+    try:  # the data's, whose names of the activation and its slope differ here
+        nonlinear_ica.check_arguments(
+            settings.num_sources, settings.num_segments, settings.points_per_segment,
+            settings.num_layers, settings.distribution, (0.5, 3.0), settings.mean_range,
+            settings.mixing_slope, settings.matrices, settings.mixing_activation)
+    except ValueError as error:
+        name, _, rest = str(error).partition(" ")
+        raise SystemExit(f"error: --{DATA_FLAGS.get(name, name)} {rest}") from None
     return settings, list(range(args.seeds))
 
 

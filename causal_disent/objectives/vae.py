@@ -45,6 +45,7 @@ from causal_disent.objectives.ladder_vae import ladder_vae_loss
 from causal_disent.objectives.vae_terms import (
     batch_elbo_metrics,
     gaussian_kl_to_standard_normal,
+    minibatch_weighted_kl_decomposition,
     pixel_nll,
     reparameterise,
 )
@@ -120,43 +121,6 @@ def annealed_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Mo
     capacity = annealed_capacity(step, c_max, iteration_threshold)
     loss = metrics["reconstruction"] + gamma * jnp.abs(metrics["kl"] - capacity)
     return loss, {**metrics, "capacity": capacity}
-
-
-def gaussian_log_density(samples: jax.Array, mean: jax.Array,
-                         log_variance: jax.Array) -> jax.Array:
-    """log N(sample; μ, σ²) elementwise, broadcasting its three arguments."""
-    return -0.5 * (math.log(2.0 * math.pi) + log_variance
-                   + (samples - mean) ** 2 * jnp.exp(-log_variance))
-
-
-def minibatch_weighted_kl_decomposition(terms: dict, dataset_size: int) -> dict:
-    """The per-image KL estimate log q(z_i | x_i) − log p(z_i) split as index-code MI
-    + total correlation (TC) + dimension-wise KL (Chen et al., "Isolating Sources of
-    Disentanglement in Variational Autoencoders", NeurIPS 2018, §3), each [B]:
-
-      mi                 log q(z_i | x_i) − log q(z_i)
-      tc                 log q(z_i) − Σ_k log q(z_ik)
-      dimension_wise_kl  Σ_k log q(z_ik) − Σ_k log p(z_ik)
-
-    with the aggregate posterior's densities by minibatch-weighted sampling (ibid.
-    §3.1), over the batch's M images and a dataset of N: log q(z_i) ≈ logsumexp_j
-    log q(z_i | x_j) − log(N·M), and log q(z_ik) likewise per latent. The three sum
-    to the KL estimate whatever N. N shifts them by constants (MI by log N, TC by
-    (d − 1)·log N, the dimension-wise KL by −d·log N; no gradient): with N = 1,
-    q(z) is the batch's own mixture (1/M)·Σ_j q(z | x_j), under which a factorised
-    posterior has TC ≈ 0; the dataset's N > 1 adds the estimator's known bias. Inside
-    a jitted loss with the batch sharded the batch axis is the global batch, so the
-    estimate is over the global batch."""
-    z, mean, log_variance = terms["z"], terms["mean"], terms["log_variance"]
-    # [i, j, k]: log q(z_ik | x_j), every sample under every image's posterior.
-    log_q_pairs = gaussian_log_density(z[:, None, :], mean[None], log_variance[None])
-    log_normaliser = math.log(dataset_size * z.shape[0])
-    log_q_z = jax.nn.logsumexp(jnp.sum(log_q_pairs, axis=2), axis=1) - log_normaliser
-    log_q_product = jnp.sum(jax.nn.logsumexp(log_q_pairs, axis=1) - log_normaliser, axis=1)
-    log_q_z_given_x = jnp.sum(gaussian_log_density(z, mean, log_variance), axis=1)
-    log_prior = jnp.sum(gaussian_log_density(z, 0.0, 0.0), axis=1)
-    return {"mi": log_q_z_given_x - log_q_z, "tc": log_q_z - log_q_product,
-            "dimension_wise_kl": log_q_product - log_prior}
 
 
 def beta_tc_vae_loss(params: dict, batch: dict, rng: jax.Array, *, model: nn.Module,

@@ -35,26 +35,45 @@ def test_one_seed_fixes_everything_and_another_changes_it(data):
     assert not np.allclose(other.x, data.x)
 
 
-@pytest.mark.parametrize("matrices", ["orthogonal", "lower_quartile"])
-def test_the_mixing_is_a_well_conditioned_bijection(matrices):
+@pytest.mark.parametrize("matrices, activation, slope", [
+    ("orthogonal", "leaky_relu", 0.2), ("lower_quartile", "leaky_relu", 0.2),
+    ("uniform_lower_quartile", "xtanh", 0.1)])  # the last: the iVAE authors' data
+def test_the_mixing_is_a_well_conditioned_bijection(matrices, activation, slope):
     data = nonlinear_ica.make_nonlinear_ica(seed=3, num_sources=4, num_segments=6,
-                                            points_per_segment=2000, matrices=matrices)
+                                            points_per_segment=2000, matrices=matrices,
+                                            activation=activation, slope=slope)
+    assert (data.activation, data.slope) == (activation, slope)
     np.testing.assert_allclose(
-        nonlinear_ica.unmix(data.x, data.weights, data.negative_slope), data.s,
+        nonlinear_ica.unmix(data.x, data.weights, slope, activation), data.s,
         rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(
-        nonlinear_ica.mix(data.s, data.weights, data.negative_slope), data.x)
+        nonlinear_ica.mix(data.s, data.weights, slope, activation), data.x)
     for weight in data.weights:
         if matrices == "orthogonal":
             np.testing.assert_allclose(weight.T @ weight, np.eye(4), atol=1e-12)
-        else:
+        elif matrices == "lower_quartile":
             np.testing.assert_allclose(np.linalg.norm(weight, axis=0), 1.0)
             # Below the lower quartile of 4x4 unit-column Gaussian matrices (about 4.6).
             assert 1.2 < np.linalg.cond(weight) < 5.5
-    # The leaky ReLU bends: f is not affine (the best affine fit leaves a residual).
+        else:  # the authors': U(−1, 1) entries, unit-norm rows (their A's columns)
+            assert np.all(np.abs(weight) <= 1.0)
+            np.testing.assert_allclose(np.linalg.norm(weight, axis=1), 1.0)
+            assert np.linalg.cond(weight) <= np.quantile(
+                [np.linalg.cond(nonlinear_ica.random_unit_row_uniform_matrix(
+                    np.random.default_rng(seed), 4)) for seed in range(2000)], 0.3)
+    # The activation bends: f is not affine (the best affine fit leaves a residual).
     design = np.hstack([data.s, np.ones((len(data.s), 1))])
     residual = data.x - design @ np.linalg.lstsq(design, data.x, rcond=None)[0]
-    assert residual.std() > 0.2 * data.x.std()
+    assert residual.std() > 0.1 * data.x.std()
+
+
+def test_one_matrix_mixes_in_every_layer_when_repeated():
+    data = nonlinear_ica.make_nonlinear_ica(seed=5, num_sources=3, num_segments=2,
+                                            points_per_segment=10, num_layers=3,
+                                            matrices="uniform_lower_quartile",
+                                            repeat_matrix=True)
+    assert len(data.weights) == 3
+    assert data.weights[0] is data.weights[1] is data.weights[2]
 
 
 def test_orthogonal_matrices_are_haar_distributed_in_sign():
@@ -69,6 +88,14 @@ def test_leaky_relu_inverse_by_hand():
     y = nonlinear_ica.leaky_relu(np.array([-2.0, 0.0, 3.0]), 0.2)
     np.testing.assert_allclose(y, [-0.4, 0.0, 3.0])
     np.testing.assert_allclose(nonlinear_ica.inverse_leaky_relu(y, 0.2), [-2.0, 0.0, 3.0])
+
+
+def test_xtanh_inverse_by_hand():
+    x = np.array([-40.0, -2.0, 0.0, 0.3, 3.0, 25.0])
+    y = nonlinear_ica.xtanh(x, 0.1)
+    np.testing.assert_allclose(y[2:4], [0.0, np.tanh(0.3) + 0.03])
+    np.testing.assert_allclose(nonlinear_ica.inverse_xtanh(y, 0.1), x, rtol=1e-12,
+                               atol=1e-12)
 
 
 def test_one_layer_is_linear_mixing():
@@ -110,8 +137,10 @@ def test_mean_range_draws_per_segment_means():
     ({"distribution": "uniform"}, "distribution 'uniform' is unknown"),
     ({"std_range": (0.0, 1.0)}, r"std_range must be \(low, high\) with 0 < low <= high"),
     ({"mean_range": -1.0}, "mean_range must be >= 0"),
-    ({"negative_slope": 0.0}, r"negative_slope must be in \(0, 1\]"),
-    ({"matrices": "random"}, "matrices 'random' is unknown; known: orthogonal, lower_quartile"),
+    ({"slope": 0.0}, r"slope must be in \(0, 1\]"),
+    ({"matrices": "random"}, "matrices 'random' is unknown; known: orthogonal, "
+                             "lower_quartile, uniform_lower_quartile"),
+    ({"activation": "relu"}, "activation 'relu' is unknown; known: leaky_relu, xtanh"),
 ])
 def test_bad_arguments_name_themselves(override, message):
     with pytest.raises(ValueError, match=message):

@@ -177,6 +177,43 @@ def test_vector_ivae_loss_equals_the_hand_computation():
                                          model=LinearVectorIVAE(), beta=beta)
 
 
+def numpy_log_normal(x, mean, variance):
+    return -0.5 * (np.log(2 * np.pi) + np.log(variance) + (x - mean) ** 2 / variance)
+
+
+@pytest.mark.parametrize("weights", [(100.0, 1.0, 0.0, 10.0), (1.0, 1.0, 1.0, 1.0)])
+def test_weighted_vector_ivae_loss_is_the_authors_elbo(weights):
+    """cleanIVAE.elbo of the iVAE authors (ilkhem/iVAE, models/nets.py) written out in
+    float64 NumPy: their configs' weights, and all ones (the sampled negative ELBO)."""
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(1)
+    params = {name: rng.normal(scale=0.5, size=shape).astype(np.float32) for name, shape in
+              (("E", (5, 2)), ("F", (5, 2)), ("G", (2, 3)), ("P", (2, 2)), ("Q", (2, 2)))}
+    batch = {"x": rng.normal(size=(6, 3)).astype(np.float32),
+             "auxiliary": np.eye(2, dtype=np.float32)[[0, 1, 1, 0, 1, 0]]}
+    loss, metrics = ivae_objectives.vector_ivae_weighted_loss(
+        params, batch, RNG, model=LinearVectorIVAE(), weights=weights, dataset_size=50)
+    p = {name: value.astype(np.float64) for name, value in params.items()}
+    inputs = np.hstack([batch["x"], batch["auxiliary"]]).astype(np.float64)
+    g, v = inputs @ p["E"], np.exp(inputs @ p["F"])
+    z = g + np.sqrt(v) * np.asarray(jax.random.normal(RNG, (6, 2)), np.float64)
+    u = batch["auxiliary"].astype(np.float64)
+    log_px = numpy_log_normal(batch["x"], z @ p["G"], 0.2).sum(axis=-1)
+    log_qz_given_xu = numpy_log_normal(z, g, v).sum(axis=-1)
+    log_pz_given_u = numpy_log_normal(z, u @ p["P"], np.exp(u @ p["Q"])).sum(axis=-1)
+    pairs = numpy_log_normal(z[:, None], g[None], v[None])  # [i, j, k]
+    log_qz = logsumexp(pairs.sum(axis=-1), axis=1) - np.log(6 * 50)
+    log_qz_product = (logsumexp(pairs, axis=1) - np.log(6 * 50)).sum(axis=-1)
+    a, b, c, d = weights
+    want = -(a * log_px - b * (log_qz_given_xu - log_qz) - c * (log_qz - log_qz_product)
+             - d * (log_qz_product - log_pz_given_u)).mean()
+    np.testing.assert_allclose(loss, want, rtol=1e-5)
+    np.testing.assert_allclose(metrics["reconstruction"], -log_px.mean(), rtol=1e-5)
+    np.testing.assert_allclose(metrics["mi"] + metrics["tc"] + metrics["dimension_wise_kl"],
+                               (log_qz_given_xu - log_pz_given_u).mean(), rtol=1e-5, atol=1e-5)
+
+
 def test_ivae_is_a_loss_of_the_family_with_one_weight():
     assert vae_objectives.LOSSES["ivae"] is ivae_objectives.ivae_loss
     assert vae_objectives.loss_weight_names("ivae") == ("beta",)
@@ -265,8 +302,16 @@ def load_benchmark():
     return importlib.import_module("benchmarks.ivae_identifiability")
 
 
-@pytest.mark.parametrize("network", [{}, dict(activation="xtanh", encoder_heads="separate",
-                                              dense_init="torch")], ids=["ours", "authors"])
+AUTHORS_NETWORK = dict(activation="xtanh", encoder_heads="separate", dense_init="torch")
+# The authors' data, objective and schedule besides (a few epochs of it).
+AUTHORS_SETUP = dict(AUTHORS_NETWORK, matrices="uniform_lower_quartile",
+                     mixing_activation="xtanh", mixing_slope=0.1, repeat_matrix=True,
+                     loss_weights="100,1,0,10", learning_rate=0.01, epochs=3,
+                     plateau_factor=0.1)
+
+
+@pytest.mark.parametrize("network", [{}, AUTHORS_NETWORK, AUTHORS_SETUP],
+                         ids=["ours", "authors_network", "authors_setup"])
 def test_identifiability_benchmark_core_runs_at_a_tiny_size(network):
     benchmark = load_benchmark()
     settings = benchmark.Settings(num_sources=2, num_segments=5, points_per_segment=40,
@@ -277,7 +322,21 @@ def test_identifiability_benchmark_core_runs_at_a_tiny_size(network):
     for name in benchmark.MODELS:
         assert 0.0 <= result[name]["mcc"] <= 1.0 and np.isfinite(result[name]["final_loss"])
         assert result[name]["seconds"] > 0
+        if "epochs" in network:  # each epoch's rate: 0.01, then 0.01 or 0.001
+            rates = result[name]["learning_rates"]
+            assert len(rates) == 3 and rates[0] == 0.01 and set(rates) <= {0.01, 0.001, 1e-4}
     assert 0.0 <= result["rotation"]["mcc"] <= 1.0
+
+
+def test_the_plateau_schedule_is_pytorchs_with_patience_0():
+    schedule = load_benchmark().PlateauSchedule(0.01, factor=0.1)
+    # Better (the first always is), then a loss within 1e-4 of the best (not better:
+    # the rate falls), better again, then worse twice (it falls each time).
+    rates = [schedule.step(loss) for loss in (5.0, 4.9996, 4.0, 4.5, 4.2)]
+    np.testing.assert_allclose(rates, [0.01, 0.001, 0.001, 1e-4, 1e-5])
+    # A negative best: "below best·(1 − 1e-4)" lets a loss a little above it count.
+    negative = load_benchmark().PlateauSchedule(0.01, factor=0.1)
+    assert [negative.step(loss) for loss in (-600.0, -599.99, -599.0)] == [0.01, 0.01, 0.001]
 
 
 def test_identifiability_benchmark_summary_and_arguments():
@@ -299,6 +358,15 @@ def test_identifiability_benchmark_summary_and_arguments():
         benchmark.parse_settings(["--prior_mean=learned"])
     with pytest.raises(SystemExit, match=r"error: --activation must be one of \('leaky_relu', "):
         benchmark.parse_settings(["--activation=relu"])
+    with pytest.raises(SystemExit, match=r"error: --mixing_activation 'relu' is unknown; "
+                                         r"known: leaky_relu, xtanh"):
+        benchmark.parse_settings(["--mixing_activation=relu"])
+    with pytest.raises(SystemExit, match=r"error: --loss_weights must be four numbers "
+                                         r"a,b,c,d \(the authors': 100,1,0,10\), got '1,2'"):
+        benchmark.parse_settings(["--loss_weights=1,2"])
+    parsed, _ = benchmark.parse_settings(["--repeat_matrix=true", "--loss_weights=100,1,0,10"])
+    assert parsed.repeat_matrix is True and benchmark.loss_weights(parsed) == (100, 1, 0, 10)
+    assert benchmark.parse_settings(["--repeat_matrix=false"])[0].repeat_matrix is False
 
 
 def test_mean_field_gap_vanishes_for_orthogonal_mixing_only():

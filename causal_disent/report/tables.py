@@ -304,6 +304,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "zoo_dsprites_synth_small": lambda results: vae_tables.zoo_small(results, "dsprites_synth"),
     "ivae_identifiability": vae_tables.ivae_identifiability,
     "ivae_network": vae_tables.ivae_network,
+    "ivae_setup": vae_tables.ivae_setup,
     "ladder_layer_kl": vae_tables.ladder_layer_kl,
     "annealed_choices": vae_tables.annealed_choices,
     "tiny_run_fingerprints": vae_tables.tiny_run_fingerprints,

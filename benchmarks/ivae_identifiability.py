@@ -64,6 +64,11 @@ results/ivae_identifiability_authors_{training,data,setup}.json):
   our data, their training        0.886 ± 0.038   0.634 ± 0.039
   their data, our training        0.665 ± 0.081   0.599 ± 0.037
   their data, their training      0.744 ± 0.083   0.638 ± 0.016
+  ... with --matrices=orthogonal   0.943 ± 0.001   0.710 ± 0.063
+
+Their matrices are what makes their data hard (..._authors_setup_orthogonal.json;
+three matrices instead of one repeated, or a leaky ReLU for xtanh, score 0.577 and
+0.610: ..._three_matrices.json, ..._leaky_relu.json).
 
 What we found getting there (each point measured with this script or its pieces;
 "one draw" is data of the same kind from another seed):

@@ -308,6 +308,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "ivae_identifiability": vae_tables.ivae_identifiability,
     "ivae_network": vae_tables.ivae_network,
     "ivae_setup": vae_tables.ivae_setup,
+    "ivae_data_parts": vae_tables.ivae_data_parts,
     "ladder_layer_kl": vae_tables.ladder_layer_kl,
     "annealed_choices": vae_tables.annealed_choices,
     "tiny_run_fingerprints": vae_tables.tiny_run_fingerprints,

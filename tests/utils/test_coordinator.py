@@ -92,11 +92,11 @@ def test_a_process_that_never_joins_is_named_by_process_0_and_the_ones_that_came
     threads, outcomes = start_processes(port, [(1, 4)])
     start = time.monotonic()
     with pytest.raises(coordinator.RendezvousError) as error:
-        coordinator.gather(server, num_processes=4, timeout_s=0.5)
-    assert 0.4 < time.monotonic() - start < 5
+        coordinator.gather(server, num_processes=4, timeout_s=1)
+    assert 0.9 < time.monotonic() - start < 6
     finish(threads)
     assert str(error.value).startswith(
-        "processes 2 and 3 of 4 did not join in 0.5 s; start every process with the same "
+        "processes 2 and 3 of 4 did not join in 1 s; start every process with the same "
         "--coordinator_address and --num_processes=4 and its own --process_id (0 to 3), "
         "or raise --distributed_timeout")
     assert outcomes == {0: f"process 0 stopped: {error.value}"}
@@ -108,9 +108,9 @@ def test_a_process_that_gave_up_before_the_others_came_is_not_counted():
     early, early_outcome = start_processes(port, [(1, 3)], timeout_s=0.2)
     finish(early)  # it gives up waiting for process 2
     assert early_outcome[0].startswith(f"process 0 at localhost:{port} had not heard from")
-    late, _ = start_processes(port, [(2, 3)], timeout_s=2)
+    late, _ = start_processes(port, [(2, 3)], timeout_s=5)
     with pytest.raises(coordinator.RendezvousError, match="^process 1 of 3 did not join"):
-        coordinator.gather(server, num_processes=3, timeout_s=0.8)
+        coordinator.gather(server, num_processes=3, timeout_s=2)
     finish(late)
 
 
@@ -121,7 +121,7 @@ def test_a_process_that_gave_up_before_the_others_came_is_not_counted():
                        "give every process the same --num_processes")])
 def test_flags_that_disagree_stop_every_process_with_the_same_line(greetings, problem):
     server = coordinator.listen(0)
-    threads, outcomes = start_processes(server.getsockname()[1], greetings, stagger_s=0.3)
+    threads, outcomes = start_processes(server.getsockname()[1], greetings, stagger_s=0.5)
     with pytest.raises(coordinator.RendezvousError) as error:
         coordinator.gather(server, num_processes=3, timeout_s=10)
     finish(threads)

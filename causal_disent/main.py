@@ -95,9 +95,8 @@ _PROCESS_ID = flags.DEFINE_integer(
 _DISTRIBUTED_TIMEOUT = flags.DEFINE_integer(
     "distributed_timeout", 300,
     "With --distributed: seconds to wait for the coordinator and every process to "
-    "join (JAX's default); with --coordinator_address, --num_processes and "
-    "--process_id given, a process whose peers have not all met in that time stops "
-    "with one line naming the missing ones.", lower_bound=1)
+    "join (JAX's default); a process whose peers have not all met in that time "
+    "stops with one line naming the missing ones.", lower_bound=1)
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0,
     "Wall-clock budget of this command in minutes (0 = unlimited). When it is spent, "
@@ -204,22 +203,25 @@ def _start_distributed() -> None:
                      f"{'it' if len(given) == 1 else 'them'} to train on this process's "
                      f"devices alone")
         return
-    address = _COORDINATOR.value and coordinator.split_address(_COORDINATOR.value)
-    if _COORDINATOR.value and address is None:
+    if _COORDINATOR.value and coordinator.split_address(_COORDINATOR.value) is None:
         sys.exit(f"error: --coordinator_address={_COORDINATOR.value} is not HOST:PORT; "
                  f"give process 0's host and a free port, e.g. 10.0.0.1:1234")
     timeout = _DISTRIBUTED_TIMEOUT.value
-    if address and _NUM_PROCESSES.value is not None and _PROCESS_ID.value is not None:
+    address, count, index = _COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value
+    origin = coordinator.FLAGS
+    if None in (address, count, index):  # SLURM, Open MPI, Kubernetes, TPU VMs
+        cluster = coordinator.detect_cluster(address, count, index, timeout)
+        if cluster is not None:
+            address, count, index = cluster.address, cluster.num_processes, cluster.process_id
+            origin = cluster.origin
+    if None not in (address, count, index):
         try:  # see utils/coordinator: JAX itself ends in a fatal log when they cannot
-            coordinator.meet(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value,
-                             timeout)
+            coordinator.meet(address, count, index, timeout, origin)
         except coordinator.RendezvousError as error:
             sys.exit(f"error: --distributed: {error}")
     try:
-        jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
-                                   num_processes=_NUM_PROCESSES.value,
-                                   process_id=_PROCESS_ID.value,
-                                   initialization_timeout=timeout)
+        jax.distributed.initialize(coordinator_address=address, num_processes=count,
+                                   process_id=index, initialization_timeout=timeout)
     except (ValueError, RuntimeError) as error:  # XLA's runtime errors are RuntimeErrors
         reason = (str(error).strip().splitlines() or [repr(error)])[0].rstrip(".")
         sys.exit(f"error: --distributed could not start ({reason}). On TPU VMs, SLURM, "

@@ -20,6 +20,20 @@ VAE = "--config=configs/betavae_dsprites_synth.py:tiny"
 XAE = "--config=configs/xae_dsprites_synth.py:tiny"
 MAIN = "causal_disent.main"
 
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def slurm_task(process_id: int) -> dict:
+    """A task of a two-task SLURM job on this host, as JAX's cluster detection reads it
+    (each case its own port: the cases run at once)."""
+    return {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "localhost", "SLURM_NTASKS": "2",
+            "SLURM_PROCID": str(process_id), "SLURM_LOCALID": "0",
+            "JAX_COORDINATOR_PORT": str(_free_port())}
+
 # (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder, holding
 # small.png (32 x 32) and {run}, the workdir of a tiny CT-VAE run that never trained:
 # config.json alone), error regex[, environment variables to set])
@@ -105,6 +119,15 @@ CASES = [
       "--num_processes=2", "--process_id=1", "--distributed_timeout=1"],
      r"--distributed: no coordinator answered at 127.0.0.1:1 in 1 s \(Connection refused\); "
      r"start process 0"),
+    ("a SLURM task that never joins", MAIN,
+     [CT, "--workdir={w}", "--distributed", "--distributed_timeout=1"],
+     r"^error: --distributed: process 1 of 2 did not join in 1 s; check that SLURM starts "
+     r"this command in each of its 2 processes", slurm_task(0)),
+    ("a SLURM task whose process 0 never starts", MAIN,
+     [CT, "--workdir={w}", "--distributed", "--distributed_timeout=1"],
+     r"^error: --distributed: no coordinator answered at localhost:\d+ in 1 s "
+     r"\(Connection refused\); check that SLURM's process 0 runs this command",
+     slurm_task(1)),
     ("distributed coordinator without a port", MAIN,
      [CT, "--workdir={w}", "--distributed", "--coordinator_address=localhost",
       "--num_processes=2", "--process_id=0"],

@@ -11,14 +11,20 @@ waits for its answer. Only when all N have met does process 0 free the port and 
 start; otherwise every process that can still be told ends with one line saying who
 was missing or which flags disagree.
 
+Where JAX finds the three itself (SLURM, Open MPI, Kubernetes, Cloud TPU VMs),
+`detect_cluster` asks JAX's own detection for them first, so that those processes
+meet here too; errors then say what to change in the cluster's set-up, not in flags.
+
 The greeting is one line, "causal_disent <process_id> <num_processes>"; the answer is
 "go", or "stop <why>".
 """
 
+import dataclasses
 import errno
 import selectors
 import socket
 import time
+import warnings
 
 _GREETING = "causal_disent"
 _CLOSE_WAIT_S = 2.0  # how long process 0 waits for its peers to hang up after "go"
@@ -26,6 +32,93 @@ _CLOSE_WAIT_S = 2.0  # how long process 0 waits for its peers to hang up after "
 
 class RendezvousError(Exception):
     """The processes could not meet; the message says why and what to fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """Where the address, count and indices came from, so that an error names what to
+    change: the three flags (`cluster` None), or the cluster JAX detected ("SLURM")."""
+    cluster: str | None = None
+
+    def start_every_process(self, num_processes: int) -> str:
+        if self.cluster is None:
+            return (f"start every process with the same --coordinator_address and "
+                    f"--num_processes={num_processes} and its own --process_id (0 to "
+                    f"{num_processes - 1})")
+        return (f"check that {self.cluster} starts this command in each of its "
+                f"{num_processes} processes (one failing at start-up leaves the others "
+                f"waiting)")
+
+    def free_port(self) -> str:
+        if self.cluster is None:
+            return "give every process a --coordinator_address with a free port"
+        return ("set JAX_COORDINATOR_PORT to a free port in every process's environment "
+                "(or give every process --coordinator_address=HOST:PORT)")
+
+    def fix_address(self) -> str:
+        if self.cluster is None:
+            return "fix --coordinator_address"
+        return self.free_port()
+
+    def start_process_0(self) -> str:
+        if self.cluster is None:
+            return ("start process 0 (--process_id=0 serves it) or fix "
+                    "--coordinator_address to its HOST:PORT")
+        return (f"check that {self.cluster}'s process 0 runs this command, or give "
+                f"every process --coordinator_address=HOST:PORT (process 0's)")
+
+    def one_job(self, what: str, num_processes: int) -> str:
+        """Advice for processes whose greetings disagree: `what` is the flag at fault."""
+        if self.cluster is None:
+            if what == "--num_processes":
+                return "give every process the same --num_processes"
+            return (f"give each process its own --process_id, 0 (the coordinator) to "
+                    f"{num_processes - 1}")
+        return ("another job's processes may have reached this coordinator's port: "
+                + self.free_port())
+
+
+FLAGS = Origin()
+
+# JAX's names for the clusters it detects, as a reader knows them.
+_CLUSTER_NAMES = {"slurm": "SLURM", "ompi": "Open MPI", "K8sCluster": "Kubernetes",
+                  "gcetpu": "the TPU VM", "gketpu": "GKE's TPU job", "tpu": "the TPU VM"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """The processes' set-up as JAX's cluster detection fills it in."""
+    origin: Origin
+    address: str
+    num_processes: int
+    process_id: int
+
+
+def detect_cluster(address: str | None, num_processes: int | None,
+                   process_id: int | None, timeout_s: float) -> Cluster | None:
+    """What jax.distributed.initialize would detect for the values left None (the
+    given ones are kept, as JAX keeps them), or None where no cluster is detected or
+    JAX's detection (a private API) cannot be asked: JAX then tries, and says why,
+    itself."""
+    try:
+        from jax._src import clusters  # pylint: disable=import-outside-toplevel
+        with warnings.catch_warnings():  # JAX warns again, once, when it starts
+            warnings.simplefilter("ignore")
+            found = next((env for env in clusters.ClusterEnv._cluster_types  # noqa: SLF001
+                          if not env.opt_in_only_method and env.is_env_present()), None)
+            if found is None:
+                return None
+            address, num_processes, process_id, _ = (
+                clusters.ClusterEnv.auto_detect_unset_distributed_params(
+                    address, num_processes, process_id, None, None, int(timeout_s)))
+    except Exception:  # pylint: disable=broad-except  # an API moved, a query failed
+        return None
+    if (not isinstance(address, str) or split_address(address) is None
+            or not isinstance(num_processes, int) or not isinstance(process_id, int)):
+        return None
+    name = found.name or found.__name__
+    return Cluster(Origin(_CLUSTER_NAMES.get(name, name)), address, num_processes,
+                   process_id)
 
 
 def split_address(address: str) -> tuple[str, int] | None:
@@ -60,12 +153,14 @@ def listen(port: int) -> socket.socket:
     raise OSError(errno.EADDRNOTAVAIL, "no address of this host to listen on")
 
 
-def meet(address: str, num_processes: int, process_id: int, timeout_s: float) -> None:
+def meet(address: str, num_processes: int, process_id: int, timeout_s: float,
+         origin: Origin = FLAGS) -> None:
     """Every process calls this, before jax.distributed.initialize, with the same
     `address` (process 0's HOST:PORT, as `split_address` accepts) and `num_processes`,
     and its own `process_id`. It returns once all have met, so that JAX starts only
     when it can finish; it prints what this process waits for, and raises
-    RendezvousError saying why the processes cannot meet."""
+    RendezvousError saying why the processes cannot meet (and, after `origin`, what
+    to change)."""
     if not 0 <= process_id < num_processes:
         raise RendezvousError(
             f"--process_id={process_id} is not one of 0 to {num_processes - 1} "
@@ -77,19 +172,20 @@ def meet(address: str, num_processes: int, process_id: int, timeout_s: float) ->
         except OSError as error:
             raise RendezvousError(
                 f"process 0 cannot serve the coordinator on port {port} "
-                f"({error.strerror or error}; another job's coordinator?); give every "
-                f"process a --coordinator_address with a free port") from None
+                f"({error.strerror or error}; another job's coordinator?); "
+                f"{origin.free_port()}") from None
         print(f"[distributed] process 0: serving the coordinator at {address}; waiting "
               f"up to {timeout_s:g} s for all {num_processes} processes", flush=True)
-        gather(server, num_processes, timeout_s)
+        gather(server, num_processes, timeout_s, origin)
     else:
         print(f"[distributed] process {process_id}: waiting up to {timeout_s:g} s for "
               f"the coordinator at {address} and all {num_processes} processes",
               flush=True)
-        join(address, process_id, num_processes, timeout_s)
+        join(address, process_id, num_processes, timeout_s, origin=origin)
 
 
-def gather(server: socket.socket, num_processes: int, timeout_s: float) -> None:
+def gather(server: socket.socket, num_processes: int, timeout_s: float,
+           origin: Origin = FLAGS) -> None:
     """Process 0: wait on `server` (from `listen`) until processes 1 … N - 1 have each
     greeted it, then close `server`, freeing the port for JAX's coordinator, and
     answer "go" to each. Raises RendezvousError, after telling the processes that
@@ -116,10 +212,8 @@ def gather(server: socket.socket, num_processes: int, timeout_s: float) -> None:
             if remaining <= 0:
                 missing = [i for i in range(1, num_processes) if i not in joined]
                 problem = (f"{_process_list(missing)} of {num_processes} did not join in "
-                           f"{timeout_s:g} s; start every process with the same "
-                           f"--coordinator_address and --num_processes={num_processes} and "
-                           f"its own --process_id (0 to {num_processes - 1}), or raise "
-                           f"--distributed_timeout")
+                           f"{timeout_s:g} s; {origin.start_every_process(num_processes)}, "
+                           f"or raise --distributed_timeout")
                 break
             for key, _ in selector.select(remaining):
                 if key.fileobj is server:
@@ -151,7 +245,8 @@ def gather(server: socket.socket, num_processes: int, timeout_s: float) -> None:
                     drop(connection)  # not one of ours
                     continue
                 process_id, their_count = int(words[1]), int(words[2])
-                problem = _disagreement(process_id, their_count, num_processes, joined)
+                problem = _disagreement(process_id, their_count, num_processes, joined,
+                                        origin)
                 if problem is None:
                     joined[process_id] = connection
                 else:
@@ -176,7 +271,7 @@ def gather(server: socket.socket, num_processes: int, timeout_s: float) -> None:
 
 
 def join(address: str, process_id: int, num_processes: int, timeout_s: float,
-         retry_s: float = 0.5) -> None:
+         retry_s: float = 0.5, origin: Origin = FLAGS) -> None:
     """A process other than 0: connect to process 0 at `address` (retrying for
     `timeout_s` seconds, since it may start later), greet it and wait, within the
     same `timeout_s`, until it says every process has joined. Raises RendezvousError
@@ -185,9 +280,8 @@ def join(address: str, process_id: int, num_processes: int, timeout_s: float,
     connection, reason = _connect(address, deadline, retry_s)
     if connection is None:
         raise RendezvousError(
-            f"no coordinator answered at {address} in {timeout_s:g} s ({reason}); start "
-            f"process 0 (--process_id=0 serves it) or fix --coordinator_address to its "
-            f"HOST:PORT")
+            f"no coordinator answered at {address} in {timeout_s:g} s ({reason}); "
+            f"{origin.start_process_0()}")
     with connection:
         try:
             connection.sendall(f"{_GREETING} {process_id} {num_processes}\n".encode())
@@ -195,7 +289,8 @@ def join(address: str, process_id: int, num_processes: int, timeout_s: float,
         except TimeoutError:
             raise RendezvousError(
                 f"process 0 at {address} had not heard from every process in "
-                f"{timeout_s:g} s; start the missing ones, or raise --distributed_timeout"
+                f"{timeout_s:g} s; {origin.start_every_process(num_processes)}, or "
+                f"raise --distributed_timeout"
             ) from None
         except OSError as error:
             answer = f"(connection lost: {error.strerror or type(error).__name__})"
@@ -206,21 +301,21 @@ def join(address: str, process_id: int, num_processes: int, timeout_s: float,
     raise RendezvousError(
         f"the coordinator at {address} did not answer as a causal_disent process 0 "
         f"({answer or 'it hung up'}); start process 0 with this version of "
-        f"causal_disent, or fix --coordinator_address")
+        f"causal_disent, or {origin.fix_address()}")
 
 
 def _disagreement(process_id: int, their_count: int, num_processes: int,
-                  joined: dict) -> str | None:
+                  joined: dict, origin: Origin = FLAGS) -> str | None:
     """Why a process greeting with these flags cannot be one of this job's (whose
     `joined` processes have greeted already), or None."""
     if their_count != num_processes:
         return (f"process {process_id} was started with --num_processes={their_count} "
-                f"and process 0 with {num_processes}; give every process the same "
-                f"--num_processes")
+                f"and process 0 with {num_processes}; "
+                f"{origin.one_job('--num_processes', num_processes)}")
     if process_id in joined or not 0 < process_id < num_processes:
         which = ("two processes were" if process_id in joined else "a process was")
-        return (f"{which} started with --process_id={process_id}; give each process "
-                f"its own --process_id, 0 (the coordinator) to {num_processes - 1}")
+        return (f"{which} started with --process_id={process_id}; "
+                f"{origin.one_job('--process_id', num_processes)}")
     return None
 
 

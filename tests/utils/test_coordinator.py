@@ -1,6 +1,7 @@
 """utils/coordinator: where the --distributed processes meet over plain TCP before JAX
 joins them (JAX's own timeouts end a process with a fatal log)."""
 
+import os
 import socket
 import threading
 import time
@@ -156,3 +157,53 @@ def test_a_server_that_is_not_process_0_is_named_as_one():
         f"the coordinator at 127.0.0.1:{port} did not answer as a causal_disent process 0 "
         f"(HTTP/1.0 400 Bad Request); start process 0 with this version of "
         f"causal_disent, or fix --coordinator_address")
+
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """An environment where JAX detects no cluster, whatever machine runs the tests."""
+    for name in list(os.environ):
+        if name.startswith(("SLURM_", "OMPI_", "KUBERNETES_", "JAX_COORDINATOR_PORT")):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+def test_a_slurm_task_is_detected_as_jax_would_detect_it_keeping_what_flags_give(no_cluster):
+    assert coordinator.detect_cluster(None, None, None, timeout_s=60) is None
+    for name, value in {"SLURM_JOB_ID": "4097", "SLURM_STEP_NODELIST": "node[003-005],gpu7",
+                        "SLURM_NTASKS": "6", "SLURM_PROCID": "4", "SLURM_LOCALID": "1"}.items():
+        no_cluster.setenv(name, value)
+    slurm = coordinator.Origin("SLURM")
+    # JAX's port for job 4097: 61440 + 4097 mod 4096.
+    assert coordinator.detect_cluster(None, None, None, timeout_s=60) == coordinator.Cluster(
+        slurm, "node003:61441", num_processes=6, process_id=4)
+    no_cluster.setenv("JAX_COORDINATOR_PORT", "1234")
+    assert coordinator.detect_cluster(None, None, None, timeout_s=60).address == "node003:1234"
+    assert coordinator.detect_cluster("head:99", None, 2, timeout_s=60) == coordinator.Cluster(
+        slurm, "head:99", num_processes=6, process_id=2)
+
+
+def test_a_detected_clusters_errors_say_what_to_change_in_its_set_up():
+    slurm = coordinator.Origin("SLURM")
+    server = coordinator.listen(0)
+    port = server.getsockname()[1]
+    with pytest.raises(coordinator.RendezvousError) as missing:
+        coordinator.gather(server, num_processes=2, timeout_s=0.2, origin=slurm)
+    assert str(missing.value) == (
+        "process 1 of 2 did not join in 0.2 s; check that SLURM starts this command in "
+        "each of its 2 processes (one failing at start-up leaves the others waiting), or "
+        "raise --distributed_timeout")
+    with pytest.raises(coordinator.RendezvousError) as absent:
+        coordinator.join(f"127.0.0.1:{port}", 1, 2, timeout_s=0.2, retry_s=0.05, origin=slurm)
+    assert str(absent.value).endswith(
+        "check that SLURM's process 0 runs this command, or give every process "
+        "--coordinator_address=HOST:PORT (process 0's)")
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        with pytest.raises(coordinator.RendezvousError) as busy:
+            coordinator.meet(f"node003:{taken}", 2, 0, timeout_s=1, origin=slurm)
+    assert str(busy.value).endswith(
+        "another job's coordinator?); set JAX_COORDINATOR_PORT to a free port in every "
+        "process's environment (or give every process --coordinator_address=HOST:PORT)")

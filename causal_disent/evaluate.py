@@ -57,10 +57,11 @@ def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     from causal_disent.runs import records
-    from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
+    from causal_disent.runs import orbax_noise
+    from causal_disent.runs.checkpoint import CheckpointError
     from causal_disent.utils import compilation_cache, console, json_values
 
-    logging.get_absl_handler().addFilter(quiet_orbax_info)
+    orbax_noise.quiet_console()
     console.quiet_stderr()  # JAX's backend probe and other INFO lines: not for the user
     cli.start_devices_or_exit()
     try:  # RecordError and CacheFolderError are ValueErrors

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from absl import app, flags, logging
+from absl import app, flags
 
 from causal_disent import cli
 
@@ -46,10 +46,11 @@ DEFAULT_NUM_VALUES = 5
 def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
-    from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info
+    from causal_disent.runs import orbax_noise
+    from causal_disent.runs.checkpoint import CheckpointError
     from causal_disent.utils import console
 
-    logging.get_absl_handler().addFilter(quiet_orbax_info)
+    orbax_noise.quiet_console()
     console.quiet_stderr()
     cli.start_devices_or_exit()
     try:

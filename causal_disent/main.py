@@ -46,12 +46,12 @@ if __name__ == "__main__":
         signal.signal(_number, lambda number, frame: os._exit(128 + number))
 
 import jax  # noqa: E402 (after the handlers above)
-from absl import app, flags, logging  # noqa: E402
+from absl import app, flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs import orbax_noise, records  # noqa: E402
-from causal_disent.runs.checkpoint import CheckpointError, quiet_orbax_info  # noqa: E402
+from causal_disent.runs.checkpoint import CheckpointError  # noqa: E402
 from causal_disent.runs.config_file import RunConfigError, read_config  # noqa: E402
 from causal_disent.runs.results import ResultsError, read_results  # noqa: E402
 from causal_disent.train import interrupts  # noqa: E402
@@ -154,9 +154,7 @@ def _run() -> None:
     # Imported once the flags are known good: the stages bring in every model and
     # metric (sklearn, matplotlib), seconds that a mistyped flag should not wait for.
     from causal_disent.train import stages
-    logging.get_absl_handler().addFilter(quiet_orbax_info)
-    logging.get_absl_handler().addFilter(orbax_noise.console_filter)
-    orbax_noise.install_unraisable_filter()
+    orbax_noise.quiet_console()
     if not _SHOW_LOG.value:
         console.quiet_stderr()
     _start_distributed()

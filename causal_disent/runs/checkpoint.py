@@ -29,7 +29,6 @@ dispatch the next steps.
 
 import contextlib
 import json
-import logging as python_logging
 import os
 import re
 import shutil
@@ -372,13 +371,3 @@ def _as_json(signature: dict) -> dict:
     # Round-trip so tuples become lists, exactly as the saved JSON reads back.
     return json.loads(json.dumps(signature))
 
-
-def quiet_orbax_info(record: python_logging.LogRecord) -> bool:
-    """A log filter that keeps orbax's per-save INFO lines out of the console, and its
-    "Given directory is read only" warning, which every read-only manager prints
-    (restoring a finished stage 1 opens one) though nothing is wrong; other warnings
-    still show."""
-    if "orbax" not in record.pathname:
-        return True
-    return (record.levelno >= python_logging.WARNING
-            and "Given directory is read only" not in record.getMessage())

@@ -10,7 +10,10 @@ avoid it). Each of those then reports, as it ends, that "Event loop is closed"
 failure with its traceback too. A tiny MCQ-VAE's full disk printed dozens of
 tracebacks after the one line that matters. These filters keep them off the console:
 the log records still reach the run's log.txt, and each unraisable report becomes one
-INFO line there.
+INFO line there. `quiet_orbax_info` keeps orbax's routine lines off the console too.
+
+`quiet_console` puts these filters on every handler that prints for a person, so that
+`stages.run` called from a notebook shows what the command line shows.
 """
 
 import logging as python_logging
@@ -19,6 +22,23 @@ import sys
 from absl import logging
 
 _CLOSED_LOOP = "Event loop is closed"
+
+
+def quiet_console() -> None:
+    """Puts `quiet_orbax_info` and `console_filter` on the handlers that print log
+    records on the console: absl's (under absl.app), the root logger's stream handlers
+    (logging.basicConfig's, which the first module-level logging call makes, as in a
+    notebook) and Python's last resort; and installs the unraisable filter. Files keep
+    every record. Calling it again adds nothing."""
+    root = python_logging.getLogger()
+    handlers = [logging.get_absl_handler(), python_logging.lastResort,
+                *(handler for handler in root.handlers
+                  if type(handler) is python_logging.StreamHandler)]  # not files
+    for handler in handlers:
+        if handler is not None:
+            handler.addFilter(quiet_orbax_info)  # a filter already there is not added
+            handler.addFilter(console_filter)
+    install_unraisable_filter()
 
 
 def console_filter(record: python_logging.LogRecord) -> bool:
@@ -50,3 +70,14 @@ def install_unraisable_filter() -> None:
     hook.drops_closed_loop_reports = True
     hook.__wrapped__ = previous
     sys.unraisablehook = hook
+
+
+def quiet_orbax_info(record: python_logging.LogRecord) -> bool:
+    """A log filter that keeps orbax's per-save INFO lines out of the console, and its
+    "Given directory is read only" warning, which every read-only manager prints
+    (restoring a finished stage 1 opens one) though nothing is wrong; other warnings
+    still show."""
+    if "orbax" not in record.pathname:
+        return True
+    return (record.levelno >= python_logging.WARNING
+            and "Given directory is read only" not in record.getMessage())

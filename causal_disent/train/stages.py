@@ -14,6 +14,7 @@ from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.runs import checkpoint
 from causal_disent.runs import ct as ct_run
 from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.runs import orbax_noise
 from causal_disent.runs import summary
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs import workdir_lock
@@ -145,6 +146,7 @@ def run(
     """
     if mode not in runner.MODES:
         raise InvalidRunError(f"mode must be one of {', '.join(runner.MODES)}, got {mode!r}")
+    orbax_noise.quiet_console()  # called from a notebook, too: what main's console shows
     deadline = deadline if deadline is not None else deadline_lib.Deadline(max_minutes)
     workdir = Path(workdir).absolute()
     if mode == "train":  # a finished run's config.json holds absolute paths already
@@ -165,7 +167,7 @@ def run(
 def _run_logged(config, workdir: Path, mesh, mode: str, deadline, log_file: bool) -> dict:
     handler = console.log_to_file(workdir / "log.txt") if log_file else None
     if handler is not None:
-        handler.addFilter(checkpoint.quiet_orbax_info)
+        handler.addFilter(orbax_noise.quiet_orbax_info)
     try:
         return _run_stages(config, workdir, mesh, mode, deadline)
     finally:

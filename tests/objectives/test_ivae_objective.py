@@ -321,11 +321,20 @@ def test_identifiability_benchmark_core_runs_at_a_tiny_size(network):
     assert set(result) == {"ivae", "vae", "rotation"}  # no linear-mixing gap at L = 2
     for name in benchmark.MODELS:
         assert 0.0 <= result[name]["mcc"] <= 1.0 and np.isfinite(result[name]["final_loss"])
+        assert 0.0 <= result[name]["mcc_of_samples"] <= 1.0
         assert result[name]["seconds"] > 0
         if "epochs" in network:  # each epoch's rate: 0.01, then 0.01 or 0.001
             rates = result[name]["learning_rates"]
             assert len(rates) == 3 and rates[0] == 0.01 and set(rates) <= {0.01, 0.001, 1e-4}
     assert 0.0 <= result["rotation"]["mcc"] <= 1.0
+
+
+def test_posterior_samples_have_the_encoders_mean_and_variance():
+    mean = np.tile([[1.0, -2.0, 0.0]], (200_000, 1))
+    log_variance = np.log(np.tile([[0.25, 4.0, 1e-12]], (200_000, 1)))
+    sampled = load_benchmark().posterior_samples(mean, log_variance, np.random.default_rng(0))
+    np.testing.assert_allclose(sampled.mean(axis=0), [1.0, -2.0, 0.0], atol=0.01)
+    np.testing.assert_allclose(sampled.std(axis=0), [0.5, 2.0, 1e-6], rtol=0.01)
 
 
 def test_the_plateau_schedule_is_pytorchs_with_patience_0():
@@ -341,12 +350,16 @@ def test_the_plateau_schedule_is_pytorchs_with_patience_0():
 
 def test_identifiability_benchmark_summary_and_arguments():
     benchmark = load_benchmark()
-    trials = [{"ivae": {"mcc": mcc, "seconds": 2.0}, "vae": {"mcc": 0.5, "seconds": 1.0},
+    trials = [{"ivae": {"mcc": mcc, "mcc_of_samples": mcc - 0.2, "seconds": 2.0},
+               "vae": {"mcc": 0.5, "mcc_of_samples": 0.4, "seconds": 1.0},
                "rotation": {"mcc": 0.6, "seconds": 0.0}} for mcc in (0.9, 0.7)]
     summary = benchmark.summarise(trials)
     assert list(summary) == ["ivae", "vae", "rotation"]
     assert summary["ivae"] == pytest.approx({"mcc_mean": 0.8, "mcc_std": 0.1, "mcc_min": 0.7,
-                                             "mcc_max": 0.9, "seconds_mean": 2.0})
+                                             "mcc_max": 0.9, "seconds_mean": 2.0,
+                                             "mcc_of_samples_mean": 0.6,
+                                             "mcc_of_samples_std": 0.1})
+    assert "mcc_of_samples_mean" not in summary["rotation"]
     assert summary["vae"]["mcc_std"] == 0.0
     parsed, seeds = benchmark.parse_settings(["--seeds=2", "--steps=7",
                                               "--matrices=lower_quartile"])

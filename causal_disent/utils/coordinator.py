@@ -308,14 +308,22 @@ def _disagreement(process_id: int, their_count: int, num_processes: int,
                   joined: dict, origin: Origin = FLAGS) -> str | None:
     """Why a process greeting with these flags cannot be one of this job's (whose
     `joined` processes have greeted already), or None."""
+    flags = origin is FLAGS
     if their_count != num_processes:
-        return (f"process {process_id} was started with --num_processes={their_count} "
-                f"and process 0 with {num_processes}; "
+        said = (f"was started with --num_processes={their_count} and process 0 with "
+                f"{num_processes}" if flags
+                else f"counts {their_count} processes, process 0 counts {num_processes}")
+        return (f"process {process_id} {said}; "
                 f"{origin.one_job('--num_processes', num_processes)}")
     if process_id in joined or not 0 < process_id < num_processes:
-        which = ("two processes were" if process_id in joined else "a process was")
-        return (f"{which} started with --process_id={process_id}; "
-                f"{origin.one_job('--process_id', num_processes)}")
+        duplicate = process_id in joined
+        if flags:
+            said = (f"{'two processes were' if duplicate else 'a process was'} started "
+                    f"with --process_id={process_id}")
+        else:
+            said = (f"{'two processes say they are' if duplicate else 'a process says it is'}"
+                    f" process {process_id}")
+        return f"{said}; {origin.one_job('--process_id', num_processes)}"
     return None
 
 

@@ -207,3 +207,11 @@ def test_a_detected_clusters_errors_say_what_to_change_in_its_set_up():
     assert str(busy.value).endswith(
         "another job's coordinator?); set JAX_COORDINATOR_PORT to a free port in every "
         "process's environment (or give every process --coordinator_address=HOST:PORT)")
+    server = coordinator.listen(0)
+    threads, _ = start_processes(server.getsockname()[1], [(1, 3), (1, 3)], stagger_s=0.3)
+    with pytest.raises(coordinator.RendezvousError) as twice:
+        coordinator.gather(server, num_processes=3, timeout_s=10, origin=slurm)
+    finish(threads)
+    assert str(twice.value).startswith(
+        "two processes say they are process 1; another job's processes may have reached "
+        "this coordinator's port: set JAX_COORDINATOR_PORT")

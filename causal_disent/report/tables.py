@@ -309,6 +309,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "ivae_network": vae_tables.ivae_network,
     "ivae_setup": vae_tables.ivae_setup,
     "ivae_data_parts": vae_tables.ivae_data_parts,
+    "ivae_scoring": vae_tables.ivae_scoring,
     "ladder_layer_kl": vae_tables.ladder_layer_kl,
     "annealed_choices": vae_tables.annealed_choices,
     "tiny_run_fingerprints": vae_tables.tiny_run_fingerprints,

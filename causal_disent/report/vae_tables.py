@@ -289,6 +289,32 @@ def ivae_data_parts(results: Results) -> str:
                   "VAE MCC (seeds 0 / 1 / 2)", "sources randomly rotated"], rows)
 
 
+# record -> setting: the same trained models scored by their encoder means and by one
+# draw of q(z | x, u) a point (what the authors' runner scores).
+IVAE_SCORING_ROWS = (
+    ("ivae_identifiability_zero_mean_prior_sampled", "ours (data, network, training)"),
+    ("ivae_identifiability_authors_setup_sampled", "the authors' (data, network, training)"),
+    ("ivae_identifiability_authors_setup_orthogonal_sampled",
+     "the authors', with an orthogonal matrix"))
+
+
+def ivae_scoring(results: Results) -> str:
+    """iVAE and VAE MCC of encoder means and of posterior samples, per setting."""
+    rows = []
+    for record, setting in IVAE_SCORING_ROWS:
+        figures = results.record(record)["figures"]
+        cells = []
+        for name in ("ivae", "vae"):
+            summary = figures["summary"][name]
+            for key in ("mcc", "mcc_of_samples"):  # the benchmark's std: over the seeds
+                seeds = " / ".join(fixed(trial[name][key]) for trial in figures["trials"])
+                cells.append(f"{fixed(summary[key + '_mean'])} ± "
+                             f"{fixed(summary[key + '_std'])} ({seeds})")
+        rows.append([setting, *cells])
+    return table(["setting", "iVAE, means", "iVAE, one sample a point", "VAE, means",
+                  "VAE, one sample a point"], rows)
+
+
 def ivae_setup(results: Results) -> str:
     """iVAE, VAE and rotated-sources MCC with our or the authors' data, and our or the
     authors' network and training."""

@@ -53,7 +53,22 @@ def loaded_config_or_exit(config) -> ml_collections.ConfigDict:
         config.keys()
     except OSError as error:
         sys.exit(f"error: {_config_file_problem(str(error))}")
+    except AttributeError:  # get_config() returned something without keys
+        pass
+    try:
+        check_is_config(config)
+    except TypeError as error:
+        sys.exit(f"error: {error}")
     return config
+
+
+def check_is_config(config) -> None:
+    """TypeError unless a config file's get_config() gave an ml_collections.ConfigDict
+    (a plain dict has no locking, no references and no overrides)."""
+    if not isinstance(config, ml_collections.ConfigDict):
+        raise TypeError(
+            f"the config file's get_config() returned a {type(config).__name__}, not an "
+            f"ml_collections.ConfigDict; return one, as the files in configs/ do")
 
 
 def load_config_file(argument: str, lock: bool = True) -> ml_collections.ConfigDict:
@@ -63,8 +78,9 @@ def load_config_file(argument: str, lock: bool = True) -> ml_collections.ConfigD
 
     Locked by default, as the command line locks it: assigning a field that does not
     exist raises (a misspelt override fails instead of adding a field). Raises
-    FileNotFoundError when FILE does not exist; the config file's own errors (an
-    unknown variant: ValueError) propagate.
+    FileNotFoundError when FILE does not exist and TypeError when its get_config()
+    returns no ConfigDict; the config file's own errors (an unknown variant:
+    ValueError) propagate.
     """
     path, separator, variant = argument.partition(":")
     if not Path(path).is_file():
@@ -76,6 +92,7 @@ def load_config_file(argument: str, lock: bool = True) -> ml_collections.ConfigD
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     config = module.get_config(variant) if separator else module.get_config()
+    check_is_config(config)
     if lock:
         config.lock()
     return config

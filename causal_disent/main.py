@@ -33,6 +33,7 @@ resume skips most of its compilation (utils/compilation_cache.py).
 Logic lives in `causal_disent.train`, which the tests exercise directly.
 """
 
+import math
 import os
 import shlex
 import signal
@@ -103,6 +104,9 @@ _MAX_MINUTES = flags.DEFINE_float(
     "the run checkpoints and exits with status 3; rerun the same command to continue.",
     lower_bound=0.0,
 )
+flags.register_validator(
+    "max_minutes", lambda minutes: not math.isnan(minutes),
+    "not a number of minutes; give 0 (no budget) or more")
 
 _COMPILATION_CACHE = flags.DEFINE_string(
     "compilation_cache", None,
@@ -147,6 +151,9 @@ def _run() -> None:
     except records.RecordError as error:
         sys.exit(f"error: {error}")
     config, workdir = _config_and_workdir()
+    orbax_noise.quiet_console()
+    if not _SHOW_LOG.value:  # before JAX's first INFO lines (its cache's reset)
+        console.quiet_stderr()
     try:
         compilation_cache.enable(_COMPILATION_CACHE.value)
     except compilation_cache.CacheFolderError as error:
@@ -154,9 +161,6 @@ def _run() -> None:
     # Imported once the flags are known good: the stages bring in every model and
     # metric (sklearn, matplotlib), seconds that a mistyped flag should not wait for.
     from causal_disent.train import stages
-    orbax_noise.quiet_console()
-    if not _SHOW_LOG.value:
-        console.quiet_stderr()
     _start_distributed()
     cli.start_devices_or_exit()  # after --distributed, which must come first
     try:

@@ -35,8 +35,9 @@ def slurm_task(process_id: int) -> dict:
             "JAX_COORDINATOR_PORT": str(_free_port())}
 
 # (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder, holding
-# small.png (32 x 32) and {run}, the workdir of a tiny CT-VAE run that never trained:
-# config.json alone), error regex[, environment variables to set])
+# small.png (32 x 32), dict_config.py (a get_config() giving a plain dict) and {run},
+# the workdir of a tiny CT-VAE run that never trained: config.json alone), error
+# regex[, environment variables to set])
 CASES = [
     ("missing config file", MAIN, ["--config=configs/nope.py", "--workdir={w}"],
      r"config file configs/nope.py does not exist; pass --config=configs/<name>.py"),
@@ -112,6 +113,28 @@ CASES = [
      r"got 'cosine'"),
     ("negative time budget", MAIN, [CT, "--workdir={w}", "--max_minutes=-1"],
      r"--max_minutes=-1: -1.0 is not a non-negative number"),
+    ("a time budget that is not a number", MAIN, [CT, "--workdir={w}", "--max_minutes=nan"],
+     r"flag --max_minutes=nan: not a number of minutes; give 0 \(no budget\) or more"),
+    ("a config file whose get_config gives a dict", MAIN,
+     ["--config={tmp}/dict_config.py", "--workdir={w}"],
+     r"the config file's get_config\(\) returned a dict, not an ml_collections.ConfigDict"),
+    ("a stage named twice", MAIN, [CT, "--workdir={w}", "--config.stages=('mcqvae','mcqvae')"],
+     r"config.stages \('mcqvae', 'mcqvae'\) names 'mcqvae' twice; name each stage once"),
+    ("an empty test split", MAIN, [VAE, "--workdir={w}", "--config.data.split_fractions=(1.0,0.0,0.0)"],
+     r"data.split_fractions \(1.0, 0.0, 0.0\) leave the test split of dsprites_synth empty "
+     r"\(0 of 737280 images\); every stage scores on it"),
+    ("a batch larger than the training split", MAIN,
+     [VAE, "--workdir={w}", "--config.vae.optim.batch_size=1000000"],
+     r"vae.optim.batch_size = 1000000 is more than the 663552 images of dsprites_synth's "
+     r"training split; lower it"),
+    ("an evaluation batch larger than the test split", MAIN,
+     [VAE, "--workdir={w}", "--config.vae.train.eval_batch_size=1000000"],
+     r"vae.train.eval_batch_size = 1000000 is more than the 73728 images of dsprites_synth's "
+     r"test split"),
+    ("a learning curve of no images", MAIN,
+     [VAE, "--workdir={w}", "--config.vae.train.num_curve_images=0"],
+     r"vae.train.num_curve_images = 0 draws no test items for the learning curve that "
+     r"vae.train.eval_every_steps = 2 asks for"),
     ("distributed without its peers", MAIN, [CT, "--workdir={w}", "--distributed"],
      r"--distributed could not start \(coordinator_address should be defined\)\. On TPU VMs"),
     ("distributed coordinator that never answers", MAIN,
@@ -197,6 +220,7 @@ def run_case(case, root):
     folder = root / re.sub(r"\W+", "_", name)
     folder.mkdir()
     (folder / "a_file").write_text("not a directory")
+    (folder / "dict_config.py").write_text("def get_config():\n    return {'stages': ('vae',)}\n")
     Image.new("RGB", (32, 32)).save(folder / "small.png")
     (folder / "run").mkdir()
     write_config(folder / "run", tiny_config())  # a run that never trained

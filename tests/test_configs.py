@@ -2,6 +2,8 @@
 (nothing compiles)."""
 
 import importlib
+import math
+import types
 
 import pytest
 
@@ -28,8 +30,20 @@ def test_config_loads_and_validates(name, variant, tmp_path, monkeypatch):
         unprepared.data.data_dir = str(tmp_path / "empty_data_dir")
         with pytest.raises(stages.InvalidRunError, match="is not prepared"):
             stages.validate(unprepared, tmp_path / "unprepared", stages.make_data_mesh())
-        monkeypatch.setattr(registry, "dataset_from_config", lambda data_config: None)
+        stand_in = real_dataset_stand_in(config.data.name)
+        monkeypatch.setattr(registry, "dataset_from_config", lambda data_config: stand_in)
     stages.validate(config, tmp_path, stages.make_data_mesh())
+
+
+def real_dataset_stand_in(name: str) -> types.SimpleNamespace:
+    """A dataset of the real one's size, for the checks of batch sizes against its
+    splits (its images are not on this machine): the factor grid's, or CelebA's
+    202 599 images."""
+    entry = registry.DATASETS[name]
+    dataset_class = getattr(importlib.import_module(f"causal_disent.data.{entry.module}"),
+                            entry.attribute)
+    sizes = getattr(dataset_class, "factor_sizes", None)
+    return types.SimpleNamespace(num_images=math.prod(sizes) if sizes else 202_599)
 
 
 @pytest.mark.parametrize("name", CONFIG_FILES)

@@ -22,7 +22,7 @@ _RULES = {
     "num_epochs": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "eval_every_steps": (lambda v: _is_int(v) and v >= 0, "an integer >= 0 (0 = never)"),
     "num_eval_images": (lambda v: _is_int(v) and v >= 0, "an integer >= 0 (0 = all)"),
-    "num_eval_pairs": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "num_eval_pairs": (lambda v: _is_int(v) and v > 0, "an integer > 0"),
     "num_curve_images": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "num_curve_pairs": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),

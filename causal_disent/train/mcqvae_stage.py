@@ -38,9 +38,6 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
         )
     if train.num_steps <= 0 and train.num_epochs <= 0:
         raise ValueError("set mcqvae.train.num_steps or mcqvae.train.num_epochs > 0")
-    if train.eval_every_steps < 0 or (train.eval_every_steps and train.num_curve_images < 1):
-        raise ValueError("mcqvae.train.eval_every_steps must be >= 0 (0 = no learning "
-                         "curve) and, when > 0, num_curve_images >= 1")
     check_batch_divisible(optim.batch_size, mesh, "mcqvae.optim.batch_size")
     check_batch_divisible(train.eval_batch_size, mesh, "mcqvae.train.eval_batch_size")
 

@@ -22,7 +22,8 @@ from causal_disent.runs.config_file import record_command, with_absolute_paths, 
 from causal_disent.runs.results import read_results
 from causal_disent.train import causalvae_stage, code_cache, config_ranges, ct_stage
 from causal_disent.train import deadline as deadline_lib
-from causal_disent.train import device_data, mcqvae_stage, multi_step, runner, vae_stage
+from causal_disent.train import device_data, mcqvae_stage, multi_step, out_of_memory, runner
+from causal_disent.train import split_sizes, vae_stage
 from causal_disent.utils import console
 from causal_disent.utils.sharding import make_data_mesh
 
@@ -53,18 +54,23 @@ def validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
 def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
     if not config.stages:
         raise ValueError(f"config.stages is empty; known stages: {', '.join(STAGES)}")
-    for stage in config.stages:
+    for index, stage in enumerate(config.stages):
         if stage not in STAGES:
             raise ValueError(
                 f"unknown stage {stage!r} in config.stages; known stages: "
                 f"{', '.join(STAGES)}"
             )
+        if stage in config.stages[:index]:
+            raise ValueError(f"config.stages {tuple(config.stages)} names {stage!r} twice; "
+                             f"name each stage once (a finished stage is skipped when "
+                             f"the command runs again)")
     config_ranges.check_ranges(config)
     multi_step.check_config(config)
     device_data.check_config(config)
+    split_sizes.check_curve_sizes(config)
     registry.check_dataset_name(config.data.name)
     try:  # opening is cheap (procedural: nothing rendered; TFDS: file handles)
-        registry.dataset_from_config(config.data)
+        dataset = registry.dataset_from_config(config.data)
     except OSError as error:  # a real dataset not prepared: its message says how
         raise ValueError(str(error)) from error
     splits.check_split_fractions(config.data.split_fractions)
@@ -76,6 +82,7 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
                              "set num_seeds = 1 and run one seed per process")
         training.validate(config, mesh, workdir)
         checkpoint.check_workdir_compatible(workdir, stage, run_format.signature(config))
+    split_sizes.check_split_sizes(config, dataset)
     check_workdir_writable(workdir)  # last: it creates the workdir
 
 
@@ -195,6 +202,10 @@ def _run_stages(config, workdir: Path, mesh, mode: str, deadline) -> dict:
                 results[stage] = STAGES[stage][0].run(config, workdir, mesh, mode)
             except code_cache.CodeCacheError as error:  # found once stage 1 is loaded
                 raise InvalidRunError(str(error)) from error
+            except (MemoryError, jax.errors.JaxRuntimeError) as error:
+                if not out_of_memory.is_out_of_memory(error):
+                    raise
+                raise InvalidRunError(out_of_memory.explain(stage, config, error)) from error
             seconds[stage] = time.perf_counter() - started
     skipped = {stage for stage in results if mode == "train"
                and recorded_before.get(stage) is not None

@@ -131,6 +131,11 @@ CASES = [
      [VAE, "--workdir={w}", "--config.vae.train.eval_batch_size=1000000"],
      r"vae.train.eval_batch_size = 1000000 is more than the 73728 images of dsprites_synth's "
      r"test split"),
+    ("CT-VAE on a dataset whose split is no factor grid", MAIN,
+     [CT, "--workdir={w}", "--config.data.name=pendulum"],
+     r"for 4 of its 4 actions \(pendulum_angle\+, light_angle\+, pendulum_angle-, "
+     r"light_angle-\) no two images of pendulum's test split are one step apart: CT-VAE "
+     r"learns transitions along a factor grid"),
     ("a learning curve of no images", MAIN,
      [VAE, "--workdir={w}", "--config.vae.train.num_curve_images=0"],
      r"vae.train.num_curve_images = 0 draws no test items for the learning curve that "

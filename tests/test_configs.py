@@ -2,13 +2,13 @@
 (nothing compiles)."""
 
 import importlib
-import math
 import types
 
 import pytest
 
 from causal_disent import models
 from causal_disent.data import registry
+from causal_disent.data.base import FactorDataset
 from causal_disent.runs import vae as vae_run
 from causal_disent.train import stages
 from tests.helpers import REPO_ROOT
@@ -35,15 +35,18 @@ def test_config_loads_and_validates(name, variant, tmp_path, monkeypatch):
     stages.validate(config, tmp_path, stages.make_data_mesh())
 
 
-def real_dataset_stand_in(name: str) -> types.SimpleNamespace:
-    """A dataset of the real one's size, for the checks of batch sizes against its
-    splits (its images are not on this machine): the factor grid's, or CelebA's
-    202 599 images."""
+def real_dataset_stand_in(name: str):
+    """A dataset of the real one's size and factors (its images are not on this
+    machine), for the checks of batch sizes against its splits and of CT-VAE's
+    transitions: the factor grid of the dataset's class, or CelebA's 202 599 images."""
     entry = registry.DATASETS[name]
     dataset_class = getattr(importlib.import_module(f"causal_disent.data.{entry.module}"),
                             entry.attribute)
-    sizes = getattr(dataset_class, "factor_sizes", None)
-    return types.SimpleNamespace(num_images=math.prod(sizes) if sizes else 202_599)
+    if not entry.factor_grid:
+        return types.SimpleNamespace(num_images=202_599)
+    grid = {field: getattr(dataset_class, field)
+            for field in ("factor_names", "factor_sizes", "factor_values", "nuisance_factors")}
+    return type(f"{dataset_class.__name__}StandIn", (FactorDataset,), grid)()
 
 
 @pytest.mark.parametrize("name", CONFIG_FILES)

@@ -81,6 +81,29 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     # Stage 1 must exist already unless this run trains it first.
     if "mcqvae" not in config.stages or config.ct.mcqvae_workdir:
         mcqvae_run.check_trained(config, ct_run.mcqvae_workdir(config, workdir))
+    if dataset_entry and dataset_entry.factor_grid:  # attribute pairs: drawn from labels
+        check_every_action_has_pairs(config)
+
+
+def check_every_action_has_pairs(config: ml_collections.ConfigDict) -> None:
+    """ValueError when an action relates no two images of the train or test split (a
+    dataset whose split is not a full factor grid, e.g. Pendulum's published one, or
+    a split too small): found before stage 1 trains, not after."""
+    dataset = registry.dataset_from_config(config.data)
+    sampler = transitions.TransitionSampler(dataset, splits.configured_split(dataset, config.data),
+                                            config.seed)
+    names = transitions.dataset_action_names(dataset)
+    for split_name in ("train", "test"):
+        counts = sampler.pair_counts(split_name)
+        if counts.min() == 0:
+            missing = [names[action] for action in np.flatnonzero(counts == 0)]
+            raise ValueError(
+                f"for {len(missing)} of its {len(names)} actions ({', '.join(missing[:4])}"
+                f"{', ...' if len(missing) > 4 else ''}) no two images of "
+                f"{config.data.name}'s {split_name} split are one step apart: CT-VAE "
+                f"learns transitions along a factor grid; choose a dataset whose splits "
+                f"hold one (shapes3d_synth, dsprites_synth, the real factor grids) or give "
+                f"the {split_name} split a larger fraction")
 
 
 def ct_train_step(state, batch: dict, rng, *, loss_fn, total_steps: int, noise_final: float):

@@ -14,12 +14,17 @@ import jax
 import ml_collections
 
 _BYTES = re.compile(r"(\d{10,}) bytes")  # from 1 GB up: worth a readable size
+_OUT_OF_MEMORY = "Out of memory"
 
 
 def is_out_of_memory(error: BaseException) -> bool:
     if isinstance(error, MemoryError):
         return True
-    return isinstance(error, jax.errors.JaxRuntimeError) and "RESOURCE_EXHAUSTED" in str(error)
+    # XLA:CPU says it as "INTERNAL: Error dispatching computation: Out of memory ..."
+    # when a buffer of a running program cannot be had.
+    text = str(error)
+    return isinstance(error, jax.errors.JaxRuntimeError) and (
+        "RESOURCE_EXHAUSTED" in text or _OUT_OF_MEMORY in text)
 
 
 def explain(stage: str, config: ml_collections.ConfigDict, error: BaseException) -> str:
@@ -29,7 +34,8 @@ def explain(stage: str, config: ml_collections.ConfigDict, error: BaseException)
     else:
         where = f"{jax.devices()[0].platform.upper()} device memory"
     detail = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    detail = detail.removeprefix("RESOURCE_EXHAUSTED: ").rstrip(".")
+    detail = detail[max(detail.find(_OUT_OF_MEMORY), 0):].removeprefix("RESOURCE_EXHAUSTED: ")
+    detail = detail.rstrip(".")
     detail = _BYTES.sub(lambda match: f"{match.group(1)} bytes, "
                         f"{int(match.group(1)) / 1e9:,.1f} GB", detail)
     section = config[stage]
@@ -37,6 +43,7 @@ def explain(stage: str, config: ml_collections.ConfigDict, error: BaseException)
               f"{stage}.train.eval_batch_size ({section.train.eval_batch_size})"]
     if config.get("num_seeds", 1) > 1:
         fields.append(f"num_seeds ({config.num_seeds})")
+    fields.append(f"the sizes in {stage}.model")
     return (f"stage {stage} ran out of {where} ({detail}); lower "
             f"{', '.join(fields[:-1])} or {fields[-1]}, or train on more devices; the "
             f"checkpoints saved so far are intact: rerun the same command to resume")

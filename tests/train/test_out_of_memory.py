@@ -32,6 +32,13 @@ def host_out_of_memory() -> MemoryError:
 def test_out_of_memory_is_xlas_resource_exhausted_or_numpys_memory_error():
     assert out_of_memory.is_out_of_memory(device_out_of_memory())
     assert out_of_memory.is_out_of_memory(host_out_of_memory())
+    dispatch = jax.errors.JaxRuntimeError("INTERNAL: Error dispatching computation: Out of "
+                                          "memory allocating 25600102852 bytes.")
+    assert out_of_memory.is_out_of_memory(dispatch)  # XLA:CPU, a running program's buffer
+    config = cli.load_config_file("configs/betavae_dsprites_synth.py:tiny")
+    assert out_of_memory.explain("vae", config, dispatch).startswith(
+        "stage vae ran out of CPU device memory (Out of memory allocating 25600102852 bytes, "
+        "25.6 GB); lower")
     assert not out_of_memory.is_out_of_memory(jax.errors.JaxRuntimeError("INTERNAL: other"))
     assert not out_of_memory.is_out_of_memory(ValueError("RESOURCE_EXHAUSTED"))
 
@@ -50,9 +57,9 @@ def test_a_stage_out_of_memory_is_one_line_naming_its_batch_sizes(monkeypatch, t
         stages.run(config, tmp_path)
     assert str(error.value) == (
         "stage vae ran out of CPU device memory (Out of memory allocating 10000000000000 "
-        "bytes, 10,000.0 GB); lower vae.optim.batch_size (8) or vae.train.eval_batch_size "
-        "(8), or train on more devices; the checkpoints saved so far are intact: rerun "
-        "the same command to resume")
+        "bytes, 10,000.0 GB); lower vae.optim.batch_size (8), vae.train.eval_batch_size "
+        "(8) or the sizes in vae.model, or train on more devices; the checkpoints saved "
+        "so far are intact: rerun the same command to resume")
 
 
 def test_the_host_running_out_names_the_seeds_too():
@@ -60,4 +67,5 @@ def test_the_host_running_out_names_the_seeds_too():
     config.num_seeds = 4
     line = out_of_memory.explain("vae", config, host_out_of_memory())
     assert line.startswith("stage vae ran out of the host's memory (Unable to allocate ")
-    assert "lower vae.optim.batch_size (8), vae.train.eval_batch_size (8) or num_seeds (4)," in line
+    assert ("lower vae.optim.batch_size (8), vae.train.eval_batch_size (8), num_seeds (4) or "
+            "the sizes in vae.model," in line)

@@ -90,8 +90,8 @@ def check_every_action_has_pairs(config: ml_collections.ConfigDict) -> None:
     dataset whose split is not a full factor grid, e.g. Pendulum's published one, or
     a split too small): found before stage 1 trains, not after."""
     dataset = registry.dataset_from_config(config.data)
-    sampler = transitions.TransitionSampler(dataset, splits.configured_split(dataset, config.data),
-                                            config.seed)
+    split = splits.configured_split(dataset, config.data)
+    sampler = transitions.TransitionSampler(dataset, split, config.seed)
     names = transitions.dataset_action_names(dataset)
     for split_name in ("train", "test"):
         counts = sampler.pair_counts(split_name)

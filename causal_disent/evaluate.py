@@ -56,9 +56,12 @@ _OUTPUT = flags.DEFINE_string(
 def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
+    import jax
+
     from causal_disent.runs import records
     from causal_disent.runs import orbax_noise
     from causal_disent.runs.checkpoint import CheckpointError
+    from causal_disent.train import out_of_memory
     from causal_disent.utils import compilation_cache, console, json_values
 
     orbax_noise.quiet_console()
@@ -70,6 +73,11 @@ def main(argv) -> None:
         card, output = build_card()
     except (ValueError, CheckpointError) as error:  # bad flags, unusable runs: say why
         sys.exit(f"error: {error}")
+    except (MemoryError, jax.errors.JaxRuntimeError) as error:
+        if not out_of_memory.is_out_of_memory(error):
+            raise
+        sys.exit(f"error: scoring ran out of {out_of_memory.what_ran_out(error)}; lower "
+                 f"--num_samples ({_NUM_SAMPLES.value}), or score fewer --metrics at once")
     text = json_values.dumps(card, indent=2) + "\n"
     try:  # whole or not at all: a card there before stays intact
         output.parent.mkdir(parents=True, exist_ok=True)

@@ -215,6 +215,13 @@ CASES = [
      ["dsprites_synth", "--out={tmp}/a_file/sheet.png"], r"cannot write .*sheet.png"),
     ("contact sheet not a PNG", "causal_disent.data.show", ["dsprites_synth", "--out={tmp}/x.jpg"],
      r"--out .*x.jpg must name a .png file"),
+    ("contact sheet with an unknown flag", "causal_disent.data.show", ["dsprites_synth", "--num=3"],
+     r"^error: unrecognized arguments: --num=3 \(see --help\)$"),
+    ("scoring more samples than the host holds", "causal_disent.evaluate",
+     ["--model=random", "--dataset=dsprites_synth", "--metrics=mig",
+      "--num_samples=10000000000", "--output={tmp}/card.json"],
+     r"^error: scoring ran out of the host's memory \(Unable to allocate .*\); lower "
+     r"--num_samples \(10000000000\)"),
 ]
 
 _LOG_LINE = re.compile(r"^([IWEF]\d{4} |WARNING:absl:)")

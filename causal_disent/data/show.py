@@ -117,8 +117,15 @@ def for_display(images: np.ndarray) -> np.ndarray:
     return images
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse that ends a bad command line with one `error:` line, not its usage."""
+
+    def error(self, message: str):
+        raise SystemExit(f"error: {message} (see --help)")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = _OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", help=f"one of: {', '.join(sorted(registry.DATASETS))}")
     parser.add_argument("--out", default=None, help="PNG path (default: <dataset>.png)")
     parser.add_argument(

@@ -27,8 +27,9 @@ def is_out_of_memory(error: BaseException) -> bool:
         "RESOURCE_EXHAUSTED" in text or _OUT_OF_MEMORY in text)
 
 
-def explain(stage: str, config: ml_collections.ConfigDict, error: BaseException) -> str:
-    """What ran out, how much was asked for, and the fields that set it."""
+def what_ran_out(error: BaseException) -> str:
+    """Which memory, and how much was asked for: "CPU device memory (Out of memory
+    allocating 25600102852 bytes, 25.6 GB)"."""
     if isinstance(error, MemoryError):
         where = "the host's memory"
     else:
@@ -38,12 +39,17 @@ def explain(stage: str, config: ml_collections.ConfigDict, error: BaseException)
     detail = detail.rstrip(".")
     detail = _BYTES.sub(lambda match: f"{match.group(1)} bytes, "
                         f"{int(match.group(1)) / 1e9:,.1f} GB", detail)
+    return f"{where} ({detail})"
+
+
+def explain(stage: str, config: ml_collections.ConfigDict, error: BaseException) -> str:
+    """What ran out, how much was asked for, and the fields that set it."""
     section = config[stage]
     fields = [f"{stage}.optim.batch_size ({section.optim.batch_size})",
               f"{stage}.train.eval_batch_size ({section.train.eval_batch_size})"]
     if config.get("num_seeds", 1) > 1:
         fields.append(f"num_seeds ({config.num_seeds})")
     fields.append(f"the sizes in {stage}.model")
-    return (f"stage {stage} ran out of {where} ({detail}); lower "
+    return (f"stage {stage} ran out of {what_ran_out(error)}; lower "
             f"{', '.join(fields[:-1])} or {fields[-1]}, or train on more devices; the "
             f"checkpoints saved so far are intact: rerun the same command to resume")

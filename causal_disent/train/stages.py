@@ -74,7 +74,6 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
     except OSError as error:  # a real dataset not prepared: its message says how
         raise ValueError(str(error)) from error
     splits.check_split_fractions(config.data.split_fractions)
-    split_sizes.check_split_sizes(config, dataset)
     for stage in config.stages:
         training, run_format = STAGES[stage]
         if config.get("num_seeds", 1) != 1 and not getattr(training, "TRAINS_MANY_SEEDS", False):
@@ -83,6 +82,7 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
                              "set num_seeds = 1 and run one seed per process")
         training.validate(config, mesh, workdir)
         checkpoint.check_workdir_compatible(workdir, stage, run_format.signature(config))
+    split_sizes.check_split_sizes(config, dataset)
     check_workdir_writable(workdir)  # last: it creates the workdir
 
 

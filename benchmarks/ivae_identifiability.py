@@ -6,8 +6,8 @@ p(z | u)) and the plain VAE on the same network (encoder q(z | x), prior N(0, I)
 (models/ivae.VectorIVAE, objectives/ivae.vector_ivae_loss) are trained on x, and
 their encoder means are scored against the true sources by the mean correlation
 coefficient (evaluation/metrics/mcc.py), and so is one draw of q(z | x, u) a point
-(`mcc_of_samples`: what the iVAE authors' runner scores). The paper finds the iVAE's MCC well above
-the VAE's: the sources are identifiable from (x, u), not from x alone.
+(`mcc_of_samples`: what the iVAE authors' runner scores). The paper finds the iVAE's
+MCC well above the VAE's: the sources are identifiable from (x, u), not from x alone.
 
   python benchmarks/ivae_identifiability.py [--seeds=3] [--num_layers=3] [--steps=20000] ...
       [--record=results/NAME.json]

@@ -39,10 +39,8 @@ def real_dataset_stand_in(name: str):
     """A dataset of the real one's size and factors (its images are not on this
     machine), for the checks of batch sizes against its splits and of CT-VAE's
     transitions: the factor grid of the dataset's class, or CelebA's 202 599 images."""
-    entry = registry.DATASETS[name]
-    dataset_class = getattr(importlib.import_module(f"causal_disent.data.{entry.module}"),
-                            entry.attribute)
-    if not entry.factor_grid:
+    dataset_class = registry.dataset_class(name)
+    if not registry.DATASETS[name].factor_grid:
         return types.SimpleNamespace(num_images=202_599)
     grid = {field: getattr(dataset_class, field)
             for field in ("factor_names", "factor_sizes", "factor_values", "nuisance_factors")}

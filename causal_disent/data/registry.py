@@ -47,14 +47,18 @@ def check_dataset_name(name: str) -> None:
     )
 
 
-def get_dataset(name: str, data_dir: str | None = None):
-    """The dataset called `name`; `data_dir` is where real datasets are read from."""
+def dataset_class(name: str) -> type:
+    """The class of the dataset called `name` (its module imported on first use)."""
     check_dataset_name(name)
     entry = DATASETS[name]
-    constructor = getattr(
-        importlib.import_module(f"causal_disent.data.{entry.module}"), entry.attribute
-    )
-    return constructor(data_dir=data_dir) if entry.reads_data_dir else constructor()
+    return getattr(importlib.import_module(f"causal_disent.data.{entry.module}"),
+                   entry.attribute)
+
+
+def get_dataset(name: str, data_dir: str | None = None):
+    """The dataset called `name`; `data_dir` is where real datasets are read from."""
+    constructor = dataset_class(name)
+    return constructor(data_dir=data_dir) if DATASETS[name].reads_data_dir else constructor()
 
 
 def dataset_from_config(data_config):

@@ -211,20 +211,22 @@ def _start_distributed() -> None:
     timeout = _DISTRIBUTED_TIMEOUT.value
     address, count, index = _COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value
     origin = coordinator.FLAGS
-    if None in (address, count, index):  # SLURM, Open MPI, Kubernetes, TPU VMs
-        cluster = coordinator.detect_cluster(address, count, index, timeout)
-        if cluster is not None:
-            address, count, index = cluster.address, cluster.num_processes, cluster.process_id
-            origin = cluster.origin
-    if None not in (address, count, index):
-        try:  # see utils/coordinator: JAX itself ends in a fatal log when they cannot
+    try:
+        if None in (address, count, index):  # SLURM, Open MPI, Kubernetes, TPU VMs
+            cluster = coordinator.detect_cluster(address, count, index, timeout)
+            if cluster is not None:
+                address, count, index = (cluster.address, cluster.num_processes,
+                                         cluster.process_id)
+                origin = cluster.origin
+        if None not in (address, count, index):
+            # see utils/coordinator: JAX itself ends in a fatal log when they cannot meet
             coordinator.meet(address, count, index, timeout, origin)
-        except coordinator.RendezvousError as error:
-            sys.exit(f"error: --distributed: {error}")
+    except coordinator.RendezvousError as error:
+        sys.exit(f"error: --distributed: {error}")
     try:
         jax.distributed.initialize(coordinator_address=address, num_processes=count,
                                    process_id=index, initialization_timeout=timeout)
-    except (ValueError, RuntimeError) as error:  # XLA's runtime errors are RuntimeErrors
+    except Exception as error:  # pylint: disable=broad-except  # XLA's, or a cluster API's
         reason = (str(error).strip().splitlines() or [repr(error)])[0].rstrip(".")
         sys.exit(f"error: --distributed could not start ({reason}). On TPU VMs, SLURM, "
                  f"Open MPI and Kubernetes the processes find each other; elsewhere give "

@@ -21,6 +21,7 @@ The greeting is one line, "causal_disent <process_id> <num_processes>"; the answ
 
 import dataclasses
 import errno
+import re
 import selectors
 import socket
 import time
@@ -99,26 +100,63 @@ def detect_cluster(address: str | None, num_processes: int | None,
     """What jax.distributed.initialize would detect for the values left None (the
     given ones are kept, as JAX keeps them), or None where no cluster is detected or
     JAX's detection (a private API) cannot be asked: JAX then tries, and says why,
-    itself."""
+    itself. Raises RendezvousError where a cluster is there but cannot say where its
+    processes are (e.g. a Kubernetes pod without the `kubernetes` package, or whose
+    API refuses the query), which JAX would report as a warning and a traceback."""
     try:
         from jax._src import clusters  # pylint: disable=import-outside-toplevel
-        with warnings.catch_warnings():  # JAX warns again, once, when it starts
-            warnings.simplefilter("ignore")
-            found = next((env for env in clusters.ClusterEnv._cluster_types  # noqa: SLF001
-                          if not env.opt_in_only_method and env.is_env_present()), None)
-            if found is None:
-                return None
-            address, num_processes, process_id, _ = (
-                clusters.ClusterEnv.auto_detect_unset_distributed_params(
-                    address, num_processes, process_id, None, None, int(timeout_s)))
-    except Exception:  # pylint: disable=broad-except  # an API moved, a query failed
+        cluster_types = clusters.ClusterEnv._cluster_types  # noqa: SLF001
+        fill_in = clusters.ClusterEnv.auto_detect_unset_distributed_params
+    except (ImportError, AttributeError):  # the private API moved
+        return None
+    found = None
+    with warnings.catch_warnings(record=True) as warned:  # JAX warns again when it starts
+        warnings.simplefilter("always")
+        try:
+            for env in cluster_types:
+                if not env.opt_in_only_method and env.is_env_present():
+                    found = env
+                    break
+            if found is not None:
+                address, num_processes, process_id, _ = fill_in(
+                    address, num_processes, process_id, None, None, int(timeout_s))
+        except Exception as error:  # pylint: disable=broad-except  # the cluster's own query
+            name = _cluster_name(env) if found is None else _cluster_name(found)
+            raise RendezvousError(
+                f"{name} was detected but could not say where its processes are "
+                f"({type(error).__name__}: {_one_line(str(error))}); fix its set-up, or "
+                f"{_GIVE_ALL_THREE}") from error
+    if found is None:
+        said = [w.message for w in warned if w.category is UserWarning]
+        if said:  # a cluster JAX saw but cannot ask, e.g. a package missing
+            raise RendezvousError(f"{_one_line(str(said[0]))}; or {_GIVE_ALL_THREE}")
         return None
     if (not isinstance(address, str) or split_address(address) is None
             or not isinstance(num_processes, int) or not isinstance(process_id, int)):
         return None
-    name = found.name or found.__name__
-    return Cluster(Origin(_CLUSTER_NAMES.get(name, name)), address, num_processes,
-                   process_id)
+    return Cluster(Origin(_cluster_name(found)), address, num_processes, process_id)
+
+
+_GIVE_ALL_THREE = ("give every process --coordinator_address=HOST:PORT (process 0's), "
+                   "--num_processes=N and its own --process_id (0 to N - 1)")
+
+
+def _cluster_name(env) -> str:
+    name = getattr(env, "name", None) or env.__name__
+    return _CLUSTER_NAMES.get(name, name)
+
+
+def _one_line(text: str) -> str:
+    """A multi-line message from JAX as one line: whitespace collapsed, and the
+    example that follows a sentence ending in a colon (a command block) left out."""
+    text = " ".join(text.split())
+    sentences = re.split(r"(?<=[.:])\s+", text)
+    kept = []
+    for sentence in sentences:
+        if sentence.endswith(":"):
+            break
+        kept.append(sentence)
+    return " ".join(kept or sentences).rstrip(".") or "no message"
 
 
 def split_address(address: str) -> tuple[str, int] | None:

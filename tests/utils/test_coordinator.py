@@ -3,8 +3,10 @@ joins them (JAX's own timeouts end a process with a fatal log)."""
 
 import os
 import socket
+import sys
 import threading
 import time
+import types
 
 import pytest
 
@@ -181,6 +183,38 @@ def test_a_slurm_task_is_detected_as_jax_would_detect_it_keeping_what_flags_give
     assert coordinator.detect_cluster(None, None, None, timeout_s=60).address == "node003:1234"
     assert coordinator.detect_cluster("head:99", None, 2, timeout_s=60) == coordinator.Cluster(
         slurm, "head:99", num_processes=6, process_id=2)
+
+
+def kubernetes_outside_a_pod() -> types.ModuleType:
+    """The `kubernetes` package where the pod has no service account mounted: its
+    in-cluster configuration fails as the real one does."""
+    class ConfigException(Exception):
+        pass
+
+    def load_incluster_config():
+        raise ConfigException("Service token file does not exist.")
+    return types.SimpleNamespace(config=types.SimpleNamespace(
+        load_incluster_config=load_incluster_config))
+
+
+def test_a_kubernetes_pod_that_cannot_be_asked_is_one_reason_not_a_warning(no_cluster):
+    no_cluster.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    no_cluster.setitem(sys.modules, "kubernetes", None)  # not installed
+    with pytest.raises(coordinator.RendezvousError) as missing:
+        coordinator.detect_cluster(None, None, None, timeout_s=60)
+    assert str(missing.value) == (
+        "Kubernetes environment detected, but the `kubernetes` package is not installed "
+        "to enable automatic bootstrapping in this environment. To enable automatic "
+        "bootstrapping, please install jax with the [k8s] extra; or give every process "
+        "--coordinator_address=HOST:PORT (process 0's), --num_processes=N and its own "
+        "--process_id (0 to N - 1)")
+    no_cluster.setitem(sys.modules, "kubernetes", kubernetes_outside_a_pod())
+    with pytest.raises(coordinator.RendezvousError) as refused:
+        coordinator.detect_cluster(None, None, None, timeout_s=60)
+    assert str(refused.value).startswith(
+        "Kubernetes was detected but could not say where its processes are "
+        "(ConfigException: Service token file does not exist); fix its set-up, or give "
+        "every process --coordinator_address=HOST:PORT")
 
 
 def test_a_detected_clusters_errors_say_what_to_change_in_its_set_up():

@@ -14,7 +14,6 @@ table per region; last line JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 # Runs from a checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.runs import causalvae as causalvae_run  # noqa: E402
 from causal_disent.evaluation import causalvae_evaluation  # noqa: E402
 from causal_disent.data import registry, splits  # noqa: E402
@@ -38,7 +38,7 @@ from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdirs", required=True, help="comma-separated finished runs")
     parser.add_argument("--num_images", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)

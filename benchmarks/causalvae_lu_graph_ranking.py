@@ -51,7 +51,6 @@ Last line JSON.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import sys
@@ -63,6 +62,7 @@ from scipy.optimize import minimize
 # Runs from a checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry, splits  # noqa: E402
 from causal_disent.discovery import ci_tests, pc as pc_algorithm  # noqa: E402
 from causal_disent.discovery import graphs as discovery_graphs  # noqa: E402
@@ -240,7 +240,7 @@ def _test_rows(tests) -> list[list]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="pendulum")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--neighbours", type=int, default=10)

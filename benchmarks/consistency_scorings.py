@@ -12,11 +12,11 @@ whatever it does. The "variance" normalisation is unit-free. Printing both, with
 encodings' standard deviation, shows which one a figure can be read by.
 """
 
-import argparse
 import json
 
 import numpy as np
 
+from causal_disent import cli
 from causal_disent.data import splits
 from causal_disent.evaluation import consistency_scores, trained_runs
 from causal_disent.runs import records
@@ -43,7 +43,7 @@ def scorings(workdir: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdirs", nargs="+")
     records.add_record_flag(parser)
     args = parser.parse_args()

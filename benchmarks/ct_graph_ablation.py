@@ -23,7 +23,6 @@ density per action.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry, splits, transitions  # noqa: E402
 from causal_disent.evaluation import ct_evaluation, ct_retrieval  # noqa: E402
 from causal_disent.evaluation.trained_runs import load_config  # noqa: E402
@@ -114,7 +114,7 @@ def markdown(result: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdir", type=Path)
     parser.add_argument("--num_pairs", type=int, default=2000)
     records.add_record_flag(parser)

@@ -49,6 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 
 from configs import ctvae_shapes3d  # noqa: E402
@@ -189,7 +190,7 @@ def cache_build_rate(encoder: str, sample: int, batch_size: int = 256) -> dict:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--gnn_backend", default="dense", choices=("dense", "jraph"))
     parser.add_argument("--modes", default="standard,action,causal")

@@ -19,7 +19,6 @@ all figures as JSON; --record also keeps them as a record for
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -32,6 +31,7 @@ import numpy as np
 # Runs from a checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry, splits, transitions  # noqa: E402
 from causal_disent.data.pipeline import EpochShuffledBatches, image_batches, prefetched  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
@@ -109,7 +109,7 @@ def measure(name: str, repeats: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=",".join(PROCEDURAL))
     parser.add_argument("--repeats", type=int, default=30, help="timed batches per figure")
     records.add_record_flag(parser)

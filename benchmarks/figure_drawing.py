@@ -14,7 +14,6 @@ top (`python -m causal_disent.main --workdir=W --mode=figures` times all of it f
 finished run W). Prints seconds and the ratio; the last line is JSON.
 """
 
-import argparse
 import json
 import sys
 import tempfile
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.evaluation import consistency_scores, drawings  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 from causal_disent.utils import figure_workers, figures, threads  # noqa: E402
@@ -62,7 +62,7 @@ def time_sets(seeds: int, workers: int, folder: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--workers", type=int, default=0, help="default: the cores, at most the seeds")
     parser.add_argument("--repeats", type=int, default=3, help="the best of this many")

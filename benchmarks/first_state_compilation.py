@@ -23,7 +23,6 @@ the compile from 2.5-14.4 s to 1.4-2.3 s per stage, every state bitwise the same
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import platform
@@ -136,7 +135,7 @@ def measure(case: str, options: dict) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--compiler_options", default="",
                         help="JSON object of XLA options to compare with the defaults "

@@ -121,6 +121,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.data import nonlinear_ica  # noqa: E402
 from causal_disent.evaluation.metrics.mcc import mean_correlation_coefficient  # noqa: E402
 from causal_disent.models.ivae import VectorIVAE  # noqa: E402
@@ -377,7 +378,7 @@ def summarise(trials: list[dict]) -> dict:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. seeds - 1")
     defaults = Settings()
     for field in dataclasses.fields(Settings):

@@ -14,7 +14,6 @@ all, with each run's history, for `python -m causal_disent.report`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry, splits  # noqa: E402
 from causal_disent.evaluation.trained_runs import load_config  # noqa: E402
 from causal_disent.objectives.ladder_vae import ladder_vae_loss  # noqa: E402
@@ -56,7 +56,7 @@ def layer_kl(workdir: Path, num_images: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdirs", nargs="+", type=Path)
     parser.add_argument("--num_images", type=int, default=2048)
     records.add_record_flag(parser)

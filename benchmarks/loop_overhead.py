@@ -96,7 +96,6 @@ k = 4 with device data (median 0.99), 2026-11-28.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import platform
@@ -381,7 +380,7 @@ def remove_stage_outputs(workdir: Path, stage: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--steps_per_call", type=int, default=1,

@@ -8,7 +8,6 @@ config's batch size on rendered shapes3d_synth batches, and prints per variant t
 median seconds per step and images per second; the last line is a JSON object.
 """
 
-import argparse
 import functools
 import json
 import statistics
@@ -22,6 +21,7 @@ import optax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from causal_disent import cli  # noqa: E402
 from causal_disent import models  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
@@ -67,7 +67,7 @@ def time_variant(variant: str | None, steps: int) -> dict:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", default="paper,small", help="comma-separated; 'paper' is the base config")
     parser.add_argument("--steps", type=int, default=10)
     records.add_record_flag(parser)

@@ -13,7 +13,6 @@ Prints one line per metric, then the card's figures as JSON (last line).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.evaluation import card, representations  # noqa: E402
 from causal_disent.models.causalvae import ConvEncoder  # noqa: E402
@@ -42,7 +42,7 @@ def conv_representation(dataset, latent_width: int = 10) -> representations.Cach
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="dsprites_synth")
     parser.add_argument("--model", default="conv", choices=("conv", "identity", "random"))
     parser.add_argument("--num_samples", type=int, default=10_000)

@@ -30,7 +30,6 @@ A JSON line with every figure follows the table.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import sys
@@ -42,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.runs import metrics_log, records, tensorboard  # noqa: E402
 from causal_disent.train import loop, multi_step, reporting  # noqa: E402
 
@@ -155,7 +155,7 @@ def emulated_loop_seconds(setting: str, calls: int, device_ms: float, calls_per_
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100, help="rows per log interval")
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--device_ms", type=float, default=9.2, help="device time per call")

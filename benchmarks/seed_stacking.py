@@ -37,7 +37,6 @@ Whole runs (benchmarks/seed_stacking_runs.py, process start to exit) gain more,
 The last line is JSON with every figure.
 """
 
-import argparse
 import importlib.util
 import json
 import statistics
@@ -51,6 +50,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.objectives.vae import bind_loss  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
@@ -113,7 +113,7 @@ def temporaries(figures: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/betavae_dsprites_synth.py:small")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=10)

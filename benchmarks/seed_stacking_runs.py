@@ -60,6 +60,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runs from a checkout without installing the package
 
+from causal_disent import cli  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 from causal_disent.runs.seeds import seed_workdir  # noqa: E402
 
@@ -246,7 +247,7 @@ def test_nll(run_dir: Path) -> float:
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
     """The script's flags, and the `--config.X=V` overrides given to every run (e.g.
     `--config.vae.train.steps_per_call=10 --config.vae.train.device_data=on`)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/betavae_dsprites_synth.py:small")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--sequential_runs", type=int, default=0,

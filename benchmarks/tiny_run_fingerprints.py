@@ -27,7 +27,6 @@ machines shows that first.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -42,6 +41,7 @@ import orbax.checkpoint as ocp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from causal_disent import cli  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 
 VOLATILE_KEY = re.compile(r"second|minute|duration|elapsed")
@@ -136,7 +136,7 @@ def tree_commit(tree: Path) -> str | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", default="", help="comma-separated config names or "
                         "files, e.g. betavae_dsprites_synth (default: every configs/*.py)")
     parser.add_argument("--tree", default=str(ROOT), help="the checkout whose code and "

@@ -17,6 +17,7 @@ from a copy anywhere.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import importlib.machinery
 import importlib.util
@@ -35,6 +36,14 @@ LIBRARY_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 _OVERRIDE = re.compile(rf"^--{CONFIG_FLAG}\.([\w.]+)=")
 _ERROR_LINE = re.compile(r"^\s*(?:\w+\.)*\w*(?:Error|Exception): (.+)$")
 _NO_GET_CONFIG = "has no attribute 'get_config'"
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse for the commands that are not absl apps (the benchmarks, the report,
+    data.show): a bad command line ends in one `error:` line, not a usage block."""
+
+    def error(self, message: str):
+        raise SystemExit(f"error: {message} (see --help)")
 
 
 def parse_flags_or_exit(argv: Sequence[str]) -> list[str]:

@@ -35,9 +35,10 @@ def slurm_task(process_id: int) -> dict:
             "JAX_COORDINATOR_PORT": str(_free_port())}
 
 # (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder, holding
-# small.png (32 x 32), dict_config.py (a get_config() giving a plain dict) and {run},
+# small.png (32 x 32), dict_config.py (a get_config() giving a plain dict),
+# outside_a_pod/ (a `kubernetes` package whose pod has no service account) and {run},
 # the workdir of a tiny CT-VAE run that never trained: config.json alone), error
-# regex[, environment variables to set])
+# regex[, environment variables to set, {tmp} as above])
 CASES = [
     ("missing config file", MAIN, ["--config=configs/nope.py", "--workdir={w}"],
      r"config file configs/nope.py does not exist; pass --config=configs/<name>.py"),
@@ -156,6 +157,13 @@ CASES = [
      r"^error: --distributed: no coordinator answered at localhost:\d+ in 1 s "
      r"\(Connection refused\); check that SLURM's process 0 runs this command",
      slurm_task(1)),
+    ("a Kubernetes pod that cannot be asked", MAIN,
+     [CT, "--workdir={w}", "--distributed", "--distributed_timeout=1"],
+     r"^error: --distributed: Kubernetes was detected but could not say where its "
+     r"processes are \(ConfigException: Service token file does not exist\); fix its "
+     r"set-up, or give every process --coordinator_address",
+     {"KUBERNETES_SERVICE_HOST": "10.0.0.1",
+      "PYTHONPATH": os.pathsep.join(["{tmp}/outside_a_pod", str(REPO_ROOT)])}),
     ("distributed coordinator without a port", MAIN,
      [CT, "--workdir={w}", "--distributed", "--coordinator_address=localhost",
       "--num_processes=2", "--process_id=0"],
@@ -217,12 +225,27 @@ CASES = [
      r"--out .*x.jpg must name a .png file"),
     ("contact sheet with an unknown flag", "causal_disent.data.show", ["dsprites_synth", "--num=3"],
      r"^error: unrecognized arguments: --num=3 \(see --help\)$"),
+    ("the report with an unknown flag", "causal_disent.report", ["--check"],
+     r"^error: unrecognized arguments: --check \(see --help\)$"),
     ("scoring more samples than the host holds", "causal_disent.evaluate",
      ["--model=random", "--dataset=dsprites_synth", "--metrics=mig",
       "--num_samples=10000000000", "--output={tmp}/card.json"],
      r"^error: scoring ran out of the host's memory \(Unable to allocate .*\); lower "
      r"--num_samples \(10000000000\)"),
 ]
+
+# What the `kubernetes` package does in a pod without a service account mounted.
+_OUTSIDE_A_POD = """
+import types
+
+class ConfigException(Exception):
+    pass
+
+def _load_incluster_config():
+    raise ConfigException("Service token file does not exist.")
+
+config = types.SimpleNamespace(load_incluster_config=_load_incluster_config)
+"""
 
 _LOG_LINE = re.compile(r"^([IWEF]\d{4} |WARNING:absl:)")
 
@@ -236,11 +259,14 @@ def run_case(case, root):
     Image.new("RGB", (32, 32)).save(folder / "small.png")
     (folder / "run").mkdir()
     write_config(folder / "run", tiny_config())  # a run that never trained
+    (folder / "outside_a_pod" / "kubernetes").mkdir(parents=True)
+    (folder / "outside_a_pod" / "kubernetes" / "__init__.py").write_text(_OUTSIDE_A_POD)
     before = sorted(folder.rglob("*"))
     args = [a.format(w=folder / "workdir", tmp=folder, run=folder / "run")
             for a in arguments]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "JAX_PLATFORMS": "cpu",
-           **(case[4] if len(case) > 4 else {})}
+           **{name: value.format(tmp=folder)
+              for name, value in (case[4] if len(case) > 4 else {}).items()}}
     # The cases run four at a time, and the worker's compilation cache
     # (tests/conftest.py) writes its entries without a lock.
     env.pop("JAX_COMPILATION_CACHE_DIR", None)

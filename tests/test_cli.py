@@ -75,3 +75,19 @@ def test_a_config_copied_anywhere_loads_from_any_working_directory(tmp_path):
         env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 1
     assert ran.stderr.strip().splitlines()[-1].startswith("error: unknown dataset"), ran.stderr
+
+
+def test_the_commands_that_are_not_absl_apps_end_a_bad_command_line_in_one_line(capsys):
+    parser = cli.OneLineArgumentParser()
+    parser.add_argument("--steps", type=int)
+    with pytest.raises(SystemExit) as bad:
+        parser.parse_args(["--steps=many"])
+    assert str(bad.value) == "error: argument --steps: invalid int value: 'many' (see --help)"
+    assert capsys.readouterr().err == ""  # no usage block
+    # Every benchmark and the report parse their command lines so.
+    scripts = [*(REPO_ROOT / "benchmarks").glob("*.py"),
+               REPO_ROOT / "causal_disent" / "report" / "__main__.py",
+               REPO_ROOT / "causal_disent" / "data" / "show.py"]
+    plain = [script.name for script in scripts
+             if "argparse.ArgumentParser(" in script.read_text()]
+    assert not plain, f"{plain} print argparse's usage block on a bad command line"

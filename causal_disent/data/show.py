@@ -12,12 +12,12 @@ that factor's value.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from causal_disent import cli
 from causal_disent.data import registry
 from causal_disent.utils import figures
 
@@ -117,15 +117,8 @@ def for_display(images: np.ndarray) -> np.ndarray:
     return images
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse that ends a bad command line with one `error:` line, not its usage."""
-
-    def error(self, message: str):
-        raise SystemExit(f"error: {message} (see --help)")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = _OneLineParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", help=f"one of: {', '.join(sorted(registry.DATASETS))}")
     parser.add_argument("--out", default=None, help="PNG path (default: <dataset>.png)")
     parser.add_argument(

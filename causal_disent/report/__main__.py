@@ -11,11 +11,11 @@ the check.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import sys
 from pathlib import Path
 
+from causal_disent import cli
 from causal_disent.report import markdown, tables
 from causal_disent.runs.records import RecordError
 
@@ -57,7 +57,7 @@ def write(root: Path, results_dir: Path) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite the tables in place")
     parser.add_argument("--show", default=None, help="print one table")
     parser.add_argument("--root", type=Path, default=REPO_ROOT,

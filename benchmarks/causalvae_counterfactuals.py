@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import jax
-import ml_collections
 import numpy as np
 
 # Runs from a checkout without installing the package.
@@ -27,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs import causalvae as causalvae_run  # noqa: E402
-from causal_disent.evaluation import causalvae_evaluation  # noqa: E402
+from causal_disent.evaluation import causalvae_evaluation, trained_runs  # noqa: E402
 from causal_disent.data import registry, splits  # noqa: E402
 from causal_disent.evaluation.counterfactual_scores import (  # noqa: E402
     counterfactual_pairs,
@@ -40,13 +39,16 @@ from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
 def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdirs", required=True, help="comma-separated finished runs")
-    parser.add_argument("--num_images", type=int, default=256)
+    parser.add_argument("--num_images", type=cli.positive_int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)
     workdirs = [Path(w) for w in args.workdirs.split(",") if w]
-    first = ml_collections.ConfigDict(json.loads((workdirs[0] / "config.json").read_text()))
+    if not workdirs:
+        sys.exit("error: --workdirs names no run; give finished CausalVAE runs, "
+                 "--workdirs=W1,W2")
+    first = trained_runs.load_config(workdirs[0])
     first.causalvae.train.compare_workdirs = tuple(str(w) for w in workdirs)
     dataset = registry.dataset_from_config(first.data)
     split = splits.dataset_split(dataset, first.data.split_fractions, first.data.split_seed)
@@ -75,4 +77,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

@@ -243,10 +243,10 @@ def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="pendulum")
     parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--neighbours", type=int, default=10)
-    parser.add_argument("--subsample", type=int, default=800)
-    parser.add_argument("--permutations", type=int, default=200)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--neighbours", type=cli.positive_int, default=10)
+    parser.add_argument("--subsample", type=cli.positive_int, default=800)
+    parser.add_argument("--permutations", type=cli.positive_int, default=200)
+    parser.add_argument("--seeds", type=cli.positive_int, default=3)
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)
@@ -278,4 +278,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

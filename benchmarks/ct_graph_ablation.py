@@ -116,7 +116,7 @@ def markdown(result: dict) -> str:
 def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdir", type=Path)
-    parser.add_argument("--num_pairs", type=int, default=2000)
+    parser.add_argument("--num_pairs", type=cli.positive_int, default=2000)
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)
@@ -127,4 +127,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

@@ -191,15 +191,15 @@ def cache_build_rate(encoder: str, sample: int, batch_size: int = 256) -> dict:
 
 def main():
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=cli.positive_int, default=10)
     parser.add_argument("--gnn_backend", default="dense", choices=("dense", "jraph"))
     parser.add_argument("--modes", default="standard,action,causal")
     parser.add_argument("--paths", default=",".join(PATHS))
     parser.add_argument("--encoder", default="paper", choices=tuple(ENCODERS))
-    parser.add_argument("--cache_sample", type=int, default=2048,
+    parser.add_argument("--cache_sample", type=cli.non_negative_int, default=2048,
                         help="images rendered and encoded to estimate the cache build (0: skip)")
     for name, value in SIZES.items():
-        parser.add_argument(f"--{name}", type=int, default=value)
+        parser.add_argument(f"--{name}", type=cli.positive_int, default=value)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     records.add_record_flag(parser)
     args = parser.parse_args()
@@ -257,4 +257,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

@@ -111,12 +111,17 @@ def measure(name: str, repeats: int) -> dict:
 def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=",".join(PROCEDURAL))
-    parser.add_argument("--repeats", type=int, default=30, help="timed batches per figure")
+    parser.add_argument("--repeats", type=cli.positive_int, default=30, help="timed batches per figure")
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)
+    names = [name for name in args.datasets.split(",") if name]
+    unknown = [name for name in names if name not in registry.DATASETS]
+    if unknown or not names:
+        sys.exit(f"error: --datasets: unknown dataset {unknown[0] if unknown else '(none)'!r}; "
+                 f"known: {', '.join(sorted(registry.DATASETS))}")
     results = {}
-    for name in args.datasets.split(","):
+    for name in names:
         results[name] = measure(name, args.repeats)
         print(f"{name}: {json.dumps(results[name])}", flush=True)
     results["environment"] = {
@@ -127,4 +132,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

@@ -379,7 +379,7 @@ def summarise(trials: list[dict]) -> dict:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. seeds - 1")
+    parser.add_argument("--seeds", type=cli.positive_int, default=3, help="seeds 0 .. seeds - 1")
     defaults = Settings()
     for field in dataclasses.fields(Settings):
         default = getattr(defaults, field.name)
@@ -451,4 +451,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

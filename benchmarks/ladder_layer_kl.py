@@ -58,7 +58,7 @@ def layer_kl(workdir: Path, num_images: int) -> dict:
 def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdirs", nargs="+", type=Path)
-    parser.add_argument("--num_images", type=int, default=2048)
+    parser.add_argument("--num_images", type=cli.positive_int, default=2048)
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)
@@ -71,4 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

@@ -336,6 +336,9 @@ def measure(case: str, steps: int, steps_per_call: int, device_data: str,
         loop_seconds = recorder.timed_to - recorder.timed_from - recorder.compiling_seconds
         # From the end of the first (compiling) call.
         timed_steps = (recorder.calls - 1 - recorder.compiling_calls) * steps_per_call
+        if timed_steps < 1:
+            sys.exit(f"error: every call of the {steps} steps compiled; nothing was left "
+                     f"to time: raise --steps")
         loop_rate = timed_steps / loop_seconds
         rate = bare_rate(recorder, timed_steps)
         call = call_rate(recorder, timed_steps)
@@ -382,14 +385,14 @@ def remove_stage_outputs(workdir: Path, stage: str) -> None:
 def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--steps_per_call", type=int, default=1,
+    parser.add_argument("--steps", type=cli.positive_int, default=200)
+    parser.add_argument("--steps_per_call", type=cli.positive_int, default=1,
                         help="the timed stage's train.steps_per_call")
     parser.add_argument("--device_data", default="off", choices=("auto", "on", "off"),
                         help="the timed stage's train.device_data")
     parser.add_argument("--unroll_call", default="auto", choices=("auto", "on", "off"),
                         help="the timed stage's train.unroll_call (auto: unrolled on CPUs)")
-    parser.add_argument("--repeats", type=int, default=1,
+    parser.add_argument("--repeats", type=cli.positive_int, default=1,
                         help="runs of each case; the median ratio is printed and recorded")
     records.add_record_flag(parser)
     args = parser.parse_args()
@@ -398,8 +401,13 @@ def main() -> None:
     unknown = [case for case in cases if case not in CASES]
     if unknown:
         sys.exit(f"error: unknown case {unknown[0]!r}; known: {', '.join(CASES)}")
-    if args.repeats < 1:
-        sys.exit(f"error: --repeats must be at least 1, got {args.repeats}")
+    if args.steps < 2 * args.steps_per_call:  # the first call compiles and is not timed
+        sys.exit(f"error: --steps={args.steps} leaves no call to time after the first "
+                 f"(compiling) one; give at least --steps={2 * args.steps_per_call}")
+    if args.steps % args.steps_per_call:
+        sys.exit(f"error: --steps={args.steps} is not a multiple of --steps_per_call="
+                 f"{args.steps_per_call} (the loop runs whole calls); use e.g. --steps="
+                 f"{-(-args.steps // args.steps_per_call) * args.steps_per_call}")
     device = jax.devices()[0]
     print(f"{platform.processor() or platform.machine()}, {device.platform} "
           f"({device.device_kind}), jax {jax.__version__}, {args.steps} steps per case, "
@@ -434,4 +442,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

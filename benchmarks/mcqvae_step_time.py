@@ -69,7 +69,7 @@ def time_variant(variant: str | None, steps: int) -> dict:
 def main():
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", default="paper,small", help="comma-separated; 'paper' is the base config")
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=cli.positive_int, default=10)
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)
@@ -83,4 +83,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

@@ -45,19 +45,23 @@ def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="dsprites_synth")
     parser.add_argument("--model", default="conv", choices=("conv", "identity", "random"))
-    parser.add_argument("--num_samples", type=int, default=10_000)
+    parser.add_argument("--num_samples", type=cli.positive_int, default=10_000)
     parser.add_argument("--metrics", default="all")
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)
-    dataset = registry.get_dataset(args.dataset)
+    try:  # unknown names, before any work
+        metrics = card.parse_metric_names(args.metrics)
+        dataset = registry.get_dataset(args.dataset)
+    except ValueError as error:
+        sys.exit(f"error: {error}")
     rep = {
         "conv": lambda: conv_representation(dataset),
         "identity": lambda: representations.identity_representation(dataset),
         "random": lambda: representations.random_representation(dataset, seed=0),
     }[args.model]()
     start = time.perf_counter()
-    result = card.metric_card(dataset, rep, card.parse_metric_names(args.metrics),
+    result = card.metric_card(dataset, rep, metrics,
                               args.num_samples, log=lambda line: print(line, flush=True))
     figures = {
         "dataset": args.dataset, "model": args.model, "num_samples": args.num_samples,
@@ -71,4 +75,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

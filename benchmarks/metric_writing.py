@@ -156,19 +156,16 @@ def emulated_loop_seconds(setting: str, calls: int, device_ms: float, calls_per_
 
 def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=100, help="rows per log interval")
-    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--rows", type=cli.positive_int, default=100, help="rows per log interval")
+    parser.add_argument("--calls", type=cli.positive_int, default=300)
     parser.add_argument("--device_ms", type=float, default=9.2, help="device time per call")
-    parser.add_argument("--calls_per_log", type=int, default=10)
+    parser.add_argument("--calls_per_log", type=cli.positive_int, default=10)
     parser.add_argument("--row_values", choices=("python", "numpy"), default="python",
                         help="the rows' values: as the loop hands them over, or numpy "
                              "scalars as it did before")
-    parser.add_argument("--repeats", type=int, default=3, help="times each figure is measured")
+    parser.add_argument("--repeats", type=cli.positive_int, default=3, help="times each figure is measured")
     records.add_record_flag(parser)
     args = parser.parse_args()
-    for name in ("rows", "calls", "calls_per_log", "repeats"):
-        if getattr(args, name) < 1:
-            sys.exit(f"error: --{name} must be at least 1, got {getattr(args, name)}")
     if not args.device_ms > 0:
         sys.exit(f"error: --device_ms must be positive, got {args.device_ms}")
     recorder = records.script_recorder(args.record)
@@ -203,4 +200,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

@@ -115,9 +115,9 @@ def temporaries(figures: dict) -> str:
 def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/betavae_dsprites_synth.py:small")
-    parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--run_steps", type=int, default=2000)
+    parser.add_argument("--seeds", type=cli.positive_int, default=8)
+    parser.add_argument("--steps", type=cli.positive_int, default=10)
+    parser.add_argument("--run_steps", type=cli.positive_int, default=2000)
     parser.add_argument("--execution", default="auto", choices=seed_stacking.EXECUTIONS)
     records.add_record_flag(parser)
     args = parser.parse_args()
@@ -148,4 +148,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     jnp.zeros(())  # start the backend before timing anything
-    main()
+    cli.run_script(main)

@@ -249,8 +249,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     `--config.vae.train.steps_per_call=10 --config.vae.train.device_data=on`)."""
     parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/betavae_dsprites_synth.py:small")
-    parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--sequential_runs", type=int, default=0,
+    parser.add_argument("--seeds", type=cli.positive_int, default=8)
+    parser.add_argument("--sequential_runs", type=cli.non_negative_int, default=0,
                         help="time only this many sequential runs (seeds 0, 1, ...) and "
                              "project the --seeds runs' time from their mean (default: all)")
     parser.add_argument("--root", default="", help="folder for the workdirs (default: a new temporary one)")
@@ -322,4 +322,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_script(main)

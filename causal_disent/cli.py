@@ -24,7 +24,7 @@ import importlib.util
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import ml_collections
@@ -44,6 +44,53 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         raise SystemExit(f"error: {message} (see --help)")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type for counts (steps, seeds, images): an integer >= 1."""
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type for counts where 0 means "none" or "the default"."""
+    return _int_at_least(text, 0)
+
+
+def _int_at_least(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {value}")
+    return value
+
+
+def run_script(main: Callable[[], object]) -> None:
+    """Runs a script's main (the benchmarks') as causal_disent.main ends: the project's
+    own errors about its input (a workdir without a run, a config that cannot train, an
+    unreadable checkpoint, a dataset not prepared, a record that cannot be written)
+    become one `error:` line, and SIGTERM or the time budget one `stopped:` line.
+    Anything else keeps its traceback: in a benchmark it is a bug to see."""
+    # pylint: disable=import-outside-toplevel  # the scripts' layers, not cli's
+    from causal_disent.data.tfds_reading import DatasetNotPreparedError, IncompleteGridError
+    from causal_disent.evaluation.trained_runs import RunError
+    from causal_disent.runs.checkpoint import CheckpointError
+    from causal_disent.runs.config_file import RunConfigError
+    from causal_disent.runs.records import RecordError
+    from causal_disent.runs.results import ResultsError
+    from causal_disent.train.code_cache import CodeCacheError
+    from causal_disent.train.interrupts import Interrupted
+    from causal_disent.train.stages import InvalidRunError
+    try:
+        main()
+    except (RunError, InvalidRunError, CheckpointError, RunConfigError, RecordError,
+            ResultsError, CodeCacheError, DatasetNotPreparedError,
+            IncompleteGridError) as error:
+        sys.exit(f"error: {error}")
+    except Interrupted as stopped:
+        print(f"stopped: {stopped}", file=sys.stderr)
+        sys.exit(stopped.exit_status)
 
 
 def parse_flags_or_exit(argv: Sequence[str]) -> list[str]:

@@ -225,6 +225,8 @@ CASES = [
      r"--out .*x.jpg must name a .png file"),
     ("contact sheet with an unknown flag", "causal_disent.data.show", ["dsprites_synth", "--num=3"],
      r"^error: unrecognized arguments: --num=3 \(see --help\)$"),
+    ("a benchmark given a folder without a run", "benchmarks.consistency_scorings",
+     ["{tmp}"], r"^error: .*config.json not found: pass the --workdir of a run"),
     ("the report with an unknown flag", "causal_disent.report", ["--check"],
      r"^error: unrecognized arguments: --check \(see --help\)$"),
     ("scoring more samples than the host holds", "causal_disent.evaluate",

@@ -91,3 +91,23 @@ def test_the_commands_that_are_not_absl_apps_end_a_bad_command_line_in_one_line(
     plain = [script.name for script in scripts
              if "argparse.ArgumentParser(" in script.read_text()]
     assert not plain, f"{plain} print argparse's usage block on a bad command line"
+
+
+def test_a_scripts_errors_about_its_input_are_one_line_and_its_bugs_keep_their_traceback(
+        capsys):
+    from causal_disent.evaluation.trained_runs import RunError
+    from causal_disent.train.interrupts import Interrupted
+
+    def raises(error):
+        def main():
+            raise error
+        return main
+    with pytest.raises(SystemExit) as bad_input:
+        cli.run_script(raises(RunError("/tmp/x/config.json not found")))
+    assert str(bad_input.value) == "error: /tmp/x/config.json not found"
+    with pytest.raises(SystemExit) as stopped:
+        cli.run_script(raises(Interrupted(15, "vae", 84)))
+    assert stopped.value.code == 143
+    assert capsys.readouterr().err == "stopped: SIGTERM received: stage vae saved at step 84\n"
+    with pytest.raises(ZeroDivisionError):
+        cli.run_script(raises(ZeroDivisionError("a bug")))

@@ -62,11 +62,21 @@ def test_an_even_count_reports_the_lower_middle_repeat_and_one_repeat_adds_no_li
     assert "repeats" not in loop_overhead.measure_repeated("betavae", 10)
 
 
-def test_fewer_than_one_repeat_is_refused_with_one_error_line(monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["benchmarks/loop_overhead.py", "--repeats=0"])
+@pytest.mark.parametrize("arguments, line", [
+    (["--repeats=0"], "error: argument --repeats: must be an integer >= 1, got 0 (see --help)"),
+    (["--steps=3", "--steps_per_call=2"],
+     "error: --steps=3 leaves no call to time after the first (compiling) one; give at "
+     "least --steps=4"),
+    (["--steps=9", "--steps_per_call=4"],
+     "error: --steps=9 is not a multiple of --steps_per_call=4 (the loop runs whole "
+     "calls); use e.g. --steps=12"),
+])
+def test_arguments_it_cannot_time_are_refused_with_one_error_line(monkeypatch, arguments,
+                                                                   line):
+    monkeypatch.setattr(sys, "argv", ["benchmarks/loop_overhead.py", *arguments])
     with pytest.raises(SystemExit) as exit_info:
         loop_overhead.main()
-    assert str(exit_info.value) == "error: --repeats must be at least 1, got 0"
+    assert str(exit_info.value) == line
 
 
 def test_the_step_function_alone_runs_the_loops_calls_in_order_on_its_first_batch():

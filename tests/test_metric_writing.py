@@ -34,4 +34,5 @@ def test_bad_arguments_end_in_one_error_line(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["metric_writing.py", "--calls=0"])
     with pytest.raises(SystemExit) as stopped:
         metric_writing.main()
-    assert str(stopped.value) == "error: --calls must be at least 1, got 0"
+    assert str(stopped.value) == (
+        "error: argument --calls: must be an integer >= 1, got 0 (see --help)")

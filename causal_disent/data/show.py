@@ -125,9 +125,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--base_factors", default=None,
         help="comma-separated factor indices held fixed (default: middle values)",
     )
-    parser.add_argument("--upscale", type=int, default=None,
+    parser.add_argument("--upscale", type=cli.positive_int, default=None,
                         help="nearest magnification (default: about 128 pixels an image)")
-    parser.add_argument("--max_columns", type=int, default=16)
+    parser.add_argument("--max_columns", type=cli.positive_int, default=16)
     parser.add_argument("--data_dir", default=None, help="TFDS data dir (real datasets)")
     args = parser.parse_args(argv)
     out = Path(args.out or f"{args.dataset}.png")

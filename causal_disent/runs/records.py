@@ -254,7 +254,14 @@ def check_path(path: str | os.PathLike) -> Path:
                           f"--record=results/<name>.json")
     if path.is_dir():
         raise RecordError(f"--record={path} is a directory; name a .json file in it")
-    return path.absolute()
+    path = path.absolute()
+    folder = next(parent for parent in path.parents if parent.exists())
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        # found now, not when the figures are in, minutes or hours later
+        what = "is not a directory" if not folder.is_dir() else "is not writable"
+        raise RecordError(f"--record={path}: {folder} {what}; give --record a writable "
+                          f"path, e.g. --record=results/<name>.json")
+    return path
 
 
 def read_record(path: str | os.PathLike) -> dict:

@@ -72,6 +72,10 @@ def test_no_path_writes_nothing_and_a_bad_path_is_refused_before_any_work(tmp_pa
     (tmp_path / "d.json").mkdir()
     with pytest.raises(records.RecordError, match="is a directory"):
         records.Recorder(None, tmp_path / "d.json")
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(records.RecordError, match=r"a_file is not a directory; give --record "
+                                                  r"a writable path"):
+        records.Recorder(None, tmp_path / "a_file" / "results" / "r.json")
 
 
 def test_a_hand_made_or_broken_record_is_named(tmp_path):

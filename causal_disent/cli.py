@@ -38,6 +38,26 @@ _ERROR_LINE = re.compile(r"^\s*(?:\w+\.)*\w*(?:Error|Exception): (.+)$")
 _NO_GET_CONFIG = "has no attribute 'get_config'"
 
 
+def import_jax_or_exit() -> None:
+    """Imports JAX, or exits with one `error:` line when an environment variable gives
+    one of JAX's options a value it refuses (e.g. JAX_DEFAULT_MATMUL_PRECISION=tf32):
+    JAX reads them all while it is imported and raises a ValueError there."""
+    try:
+        import jax  # noqa: F401  # pylint: disable=import-outside-toplevel,unused-import
+    except ValueError as error:
+        found = _JAX_OPTION.search(str(error))
+        if found is None:
+            raise
+        name = (found.group(1) or found.group(2)).upper()
+        sys.exit(f"error: the environment variable {name}={os.environ.get(name, '')!r} is "
+                 f"not a value JAX accepts ({error}); fix it (JAX's configuration options "
+                 f"list the values) or unset it")
+
+
+# How JAX names the option whose environment variable it refused.
+_JAX_OPTION = re.compile(r"for JAX flag (\w+)|for environment '(\w+)'")
+
+
 class OneLineArgumentParser(argparse.ArgumentParser):
     """argparse for the commands that are not absl apps (the benchmarks, the report,
     data.show): a bad command line ends in one `error:` line, not a usage block."""

@@ -56,6 +56,7 @@ _OUTPUT = flags.DEFINE_string(
 def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
+    cli.import_jax_or_exit()
     import jax
 
     from causal_disent.runs import records

@@ -46,6 +46,7 @@ DEFAULT_NUM_VALUES = 5
 def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
+    cli.import_jax_or_exit()
     from causal_disent.runs import orbax_noise
     from causal_disent.runs.checkpoint import CheckpointError
     from causal_disent.utils import console

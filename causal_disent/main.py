@@ -45,6 +45,8 @@ if __name__ == "__main__":
     # imports below ends the process with the shell's status, without a traceback.
     for _number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_number, lambda number, frame: os._exit(128 + number))
+    from causal_disent import cli as _cli
+    _cli.import_jax_or_exit()  # a bad JAX_* variable is one line, not an import traceback
 
 import jax  # noqa: E402 (after the handlers above)
 from absl import app, flags  # noqa: E402

@@ -227,6 +227,15 @@ CASES = [
      r"^error: unrecognized arguments: --num=3 \(see --help\)$"),
     ("a benchmark given a folder without a run", "benchmarks.consistency_scorings",
      ["{tmp}"], r"^error: .*config.json not found: pass the --workdir of a run"),
+    ("a JAX option's environment variable JAX refuses", MAIN, [VAE, "--workdir={w}"],
+     r"^error: the environment variable JAX_DEFAULT_MATMUL_PRECISION='tf32' is not a "
+     r"value JAX accepts \(Invalid value \"tf32\" for JAX flag "
+     r"jax_default_matmul_precision\); fix it",
+     {"JAX_DEFAULT_MATMUL_PRECISION": "tf32"}),
+    ("scoring with a JAX switch that is neither on nor off", "causal_disent.evaluate",
+     ["--workdir={run}"],
+     r"^error: the environment variable JAX_ENABLE_X64='maybe' is not a value JAX accepts",
+     {"JAX_ENABLE_X64": "maybe"}),
     ("the report with an unknown flag", "causal_disent.report", ["--check"],
      r"^error: unrecognized arguments: --check \(see --help\)$"),
     ("scoring more samples than the host holds", "causal_disent.evaluate",

@@ -16,8 +16,12 @@ import sys
 from pathlib import Path
 
 from causal_disent import cli
-from causal_disent.report import markdown, tables
-from causal_disent.runs.records import RecordError
+
+if __name__ == "__main__":
+    cli.import_jax_or_exit()  # the tables' modules import JAX
+
+from causal_disent.report import markdown, tables  # noqa: E402
+from causal_disent.runs.records import RecordError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

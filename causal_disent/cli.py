@@ -113,6 +113,20 @@ def run_script(main: Callable[[], object]) -> None:
         sys.exit(stopped.exit_status)
 
 
+class PathParser(flags.ArgumentParser):
+    """The parser of a file or folder flag, `flags.DEFINE(cli.PathParser(), name, ...)`:
+    "~" expanded (the shell leaves `--workdir=~/x` alone, which would make a folder
+    named "~"), an empty value refused (it would mean the current directory)."""
+
+    def parse(self, argument):
+        if not isinstance(argument, str) or not argument.strip():
+            raise ValueError("is empty; give a path")
+        return os.path.expanduser(argument)
+
+    def flag_type(self) -> str:
+        return "path"
+
+
 def parse_flags_or_exit(argv: Sequence[str]) -> list[str]:
     """flags.FLAGS(argv), or exit with one `error:` line saying what is wrong."""
     make_configs_importable()

@@ -25,7 +25,8 @@ from absl import app, flags, logging
 
 from causal_disent import cli
 
-_WORKDIR = flags.DEFINE_string("workdir", None, "A finished run of causal_disent.main.")
+_WORKDIR = flags.DEFINE(cli.PathParser(), "workdir", None,
+                     "A finished run of causal_disent.main.")
 _MODEL = flags.DEFINE_enum(
     "model", "trained", ["trained", "identity", "random"],
     "trained: the run in --workdir; identity / random: the ground-truth factors / a "
@@ -47,8 +48,8 @@ _COMPILATION_CACHE = flags.DEFINE_string(
     "Folder of the persistent cache of compiled programs, shared with causal_disent.main "
     "(default: $CAUSAL_DISENT_COMPILATION_CACHE, else ~/.cache/causal_disent/compiled/"
     "<machine>); 'off' compiles everything afresh.")
-_OUTPUT = flags.DEFINE_string(
-    "output", None,
+_OUTPUT = flags.DEFINE(
+    cli.PathParser(), "output", None,
     "Card path. Default: WORKDIR/metrics_card.json, or metrics_card_<model>_<dataset>.json "
     "when there is no workdir.")
 

@@ -26,8 +26,10 @@ from absl import app, flags
 
 from causal_disent import cli
 
-_WORKDIR = flags.DEFINE_string("workdir", None, "A finished CT-VAE or CausalVAE run.")
-_IMAGE = flags.DEFINE_string("image", None, "A PNG or JPEG of the run's image size.")
+_WORKDIR = flags.DEFINE(cli.PathParser(), "workdir", None,
+                     "A finished CT-VAE or CausalVAE run.")
+_IMAGE = flags.DEFINE(cli.PathParser(), "image", None,
+                   "A PNG or JPEG of the run's image size.")
 _INDEX = flags.DEFINE_integer("index", None, "Or: this image of the run's dataset.",
                               lower_bound=0)
 _ACTION = flags.DEFINE_string("action", None, "CT-VAE: an action's name or index.")
@@ -36,7 +38,7 @@ _CONCEPT = flags.DEFINE_string("concept", None, "CausalVAE: a concept's name or 
 _VALUES = flags.DEFINE_list(
     "values", None, "CausalVAE: values in the concept's label units (default: five "
     "spanning the training labels).")
-_OUT = flags.DEFINE_string("out", None, "The PNG to write.")
+_OUT = flags.DEFINE(cli.PathParser(), "out", None, "The PNG to write.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the CT layer's Gumbel samples.")
 
 # Values of a default CausalVAE sweep, spanning the concept's training labels.

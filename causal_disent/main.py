@@ -75,8 +75,8 @@ _MODE = flags.DEFINE_enum(
 _SHOW_LOG = flags.DEFINE_bool(
     "show_log", False,
     "Also print the INFO log lines on stderr (they always go to WORKDIR/log.txt).")
-_WORKDIR = flags.DEFINE_string(
-    "workdir", None,
+_WORKDIR = flags.DEFINE(
+    cli.PathParser(), "workdir", None,
     "Directory for checkpoints, metrics and figures; a rerun resumes from it. "
     "Default: workdirs/<config name>[_<variant>].",
 )

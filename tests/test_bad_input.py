@@ -227,6 +227,8 @@ CASES = [
      r"^error: unrecognized arguments: --num=3 \(see --help\)$"),
     ("a benchmark given a folder without a run", "benchmarks.consistency_scorings",
      ["{tmp}"], r"^error: .*config.json not found: pass the --workdir of a run"),
+    ("an empty workdir", MAIN, [VAE, "--workdir="],
+     r"^error: flag --workdir=: is empty; give a path$"),
     ("a JAX option's environment variable JAX refuses", MAIN, [VAE, "--workdir={w}"],
      r"^error: the environment variable JAX_DEFAULT_MATMUL_PRECISION='tf32' is not a "
      r"value JAX accepts \(Invalid value \"tf32\" for JAX flag "

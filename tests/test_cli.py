@@ -111,3 +111,13 @@ def test_a_scripts_errors_about_its_input_are_one_line_and_its_bugs_keep_their_t
     assert capsys.readouterr().err == "stopped: SIGTERM received: stage vae saved at step 84\n"
     with pytest.raises(ZeroDivisionError):
         cli.run_script(raises(ZeroDivisionError("a bug")))
+
+
+def test_a_path_flag_expands_the_home_folder_and_refuses_an_empty_value(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/researcher")
+    parser = cli.PathParser()
+    assert parser.parse("~/runs/a") == "/home/researcher/runs/a"  # not ./~/runs/a
+    assert parser.parse("runs/~a") == "runs/~a"
+    for empty in ("", "  "):  # would be the current directory
+        with pytest.raises(ValueError, match="is empty; give a path"):
+            parser.parse(empty)

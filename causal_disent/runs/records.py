@@ -248,7 +248,7 @@ def write_or_exit(recorder: Recorder, figures, runs: list[dict] | None = None) -
 
 def check_path(path: str | os.PathLike) -> Path:
     """--record's value, refused before any work when it cannot be a record file."""
-    path = Path(path)
+    path = Path(path).expanduser()
     if path.suffix != ".json":
         raise RecordError(f"--record={path}: a record is a .json file, e.g. "
                           f"--record=results/<name>.json")

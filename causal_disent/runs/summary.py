@@ -9,6 +9,7 @@ results, the time this command spent on it, and where the run's files are.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,5 +108,5 @@ def format_summary(workdir: Path, results: dict[str, dict], seconds: dict[str, f
     lines.append(f"workdir {workdir}")
     for name, what in _FILES:
         if (workdir / name).exists():
-            lines.append(f"  {name:<13} {what.format(workdir=workdir)}")
+            lines.append(f"  {name:<13} {what.format(workdir=shlex.quote(str(workdir)))}")
     return "\n".join(lines)

@@ -40,3 +40,10 @@ def test_the_table_gives_times_and_points_at_the_files_that_exist(tmp_path):
     assert f"workdir {tmp_path}" in lines
     assert any(line.split()[0] == "results.json" for line in lines[6:])
     assert not any("checkpoints" in line for line in lines)  # no such folder here
+
+
+def test_the_tensorboard_command_can_be_pasted_whatever_the_workdirs_name(tmp_path):
+    workdir = tmp_path / "β-VAE run 2"
+    (workdir / "tensorboard").mkdir(parents=True)
+    text = summary.format_summary(workdir, CT_RESULTS, {"ct": 1.0})
+    assert f"tensorboard --logdir '{workdir}'" in text

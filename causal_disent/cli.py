@@ -130,10 +130,20 @@ class PathParser(flags.ArgumentParser):
 def parse_flags_or_exit(argv: Sequence[str]) -> list[str]:
     """flags.FLAGS(argv), or exit with one `error:` line saying what is wrong."""
     make_configs_importable()
+    argv = [_home_expanded(argument) for argument in argv]
     try:
         return flags.FLAGS(argv)
     except Exception as error:  # absl's flags.Error, ml_collections' Key/AttributeError
         sys.exit(f"error: {explain(error, argv)}")
+
+
+def _home_expanded(argument: str) -> str:
+    """`--config=~/x.py` as the shell expands `--config ~/x.py` (it leaves a `~` after
+    `=` alone, and the config flag reads the file itself)."""
+    prefix = f"--{CONFIG_FLAG}="
+    if argument.startswith(prefix + "~"):
+        return prefix + os.path.expanduser(argument[len(prefix):])
+    return argument
 
 
 def loaded_config_or_exit(config) -> ml_collections.ConfigDict:
@@ -172,7 +182,7 @@ def load_config_file(argument: str, lock: bool = True) -> ml_collections.ConfigD
     returns no ConfigDict; the config file's own errors (an unknown variant:
     ValueError) propagate.
     """
-    path, separator, variant = argument.partition(":")
+    path, separator, variant = os.path.expanduser(argument).partition(":")
     if not Path(path).is_file():
         raise FileNotFoundError(
             f"config file {path} does not exist (looked in {Path.cwd()}); pass "

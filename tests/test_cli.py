@@ -68,11 +68,13 @@ def test_a_config_copied_anywhere_loads_from_any_working_directory(tmp_path):
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     assert loaded.stdout.split()[-1] == "shapes3d_synth"
     # The command line's loader (ml_collections' config flag) too: the config loads,
-    # and the run stops at the bad dataset name given with it.
+    # and the run stops at the bad dataset name given with it. A `~` after `=`, which
+    # the shell leaves alone, is the home folder.
     ran = subprocess.run(
-        [sys.executable, "-m", "causal_disent.main", f"--config={copy}:tiny",
+        [sys.executable, "-m", "causal_disent.main", "--config=~/my_betavae.py:tiny",
          "--config.data.name=no_such_dataset", f"--workdir={tmp_path / 'w'}"],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+        env={**env, "HOME": str(cwd)}, cwd=cwd, capture_output=True, text=True,
+        timeout=300)
     assert ran.returncode == 1
     assert ran.stderr.strip().splitlines()[-1].startswith("error: unknown dataset"), ran.stderr
 

@@ -58,6 +58,24 @@ def import_jax_or_exit() -> None:
 _JAX_OPTION = re.compile(r"for JAX flag (\w+)|for environment '(\w+)'")
 
 
+def stop_at_once_on_signals(what_is_left: str) -> None:
+    """From now on Ctrl-C or SIGTERM ends this command at once, even inside native code,
+    with one `stopped:` line that says `what_is_left` and the shell's status (130, 143),
+    not a KeyboardInterrupt traceback. For the commands that do not train
+    (causal_disent.main has a step to save first)."""
+    import signal  # pylint: disable=import-outside-toplevel
+    from causal_disent.train import interrupts  # pylint: disable=import-outside-toplevel
+
+    def line(stopped: interrupts.Interrupted) -> str:
+        return (f"stopped: {signal.Signals(stopped.signal_number).name} received; "
+                f"{what_is_left}")
+    interrupts.stop_at_once_outside_training(line)
+    for number in interrupts.HANDLED_SIGNALS:
+        # A Python-level handler, so that the signal reaches the watchdog's wakeup
+        # fd (SIGTERM's default would end the process silently, SIGINT's raise).
+        signal.signal(number, lambda number, frame: None)
+
+
 class OneLineArgumentParser(argparse.ArgumentParser):
     """argparse for the commands that are not absl apps (the benchmarks, the report,
     data.show): a bad command line ends in one `error:` line, not a usage block."""

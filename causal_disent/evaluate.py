@@ -58,6 +58,8 @@ def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     cli.import_jax_or_exit()
+    cli.stop_at_once_on_signals("no metrics card was written (a card already at the "
+                                "output path is intact)")
     import jax
 
     from causal_disent.runs import records
@@ -96,6 +98,11 @@ def main(argv) -> None:
     print(f"metrics card: {output.absolute()}")
     runs = [records.workdir_history(_WORKDIR.value)] if _WORKDIR.value else None
     records.write_or_exit(recorder, card, runs=runs)
+
+
+def _progress(line: str) -> None:
+    logging.info("%s", line.strip())
+    print(line, file=sys.stderr, flush=True)
 
 
 def build_card() -> tuple[dict, Path]:
@@ -143,10 +150,13 @@ def build_card() -> tuple[dict, Path]:
     result["dataset"] = dataset.name
     result["representations"] = {}
     for name, rep in scored.items():
-        logging.info("scoring representation %s on %s", name, dataset.name)
+        # Progress on stderr (stdout holds the card when it cannot be written): on a CPU
+        # a card can take minutes, most of them DCI's boosted trees.
+        _progress(f"scoring representation {name} on {dataset.name}: {', '.join(names)} "
+                  f"({_NUM_SAMPLES.value} points each)")
         result["representations"][name] = cards.metric_card(
             dataset, rep, names, _NUM_SAMPLES.value, _SEED.value,
-            log=lambda line, name=name: logging.info("[%s] %s", name, line))
+            log=lambda line: _progress(f"  {line}"))
         if isinstance(rep, representations.CachedCodes):
             result["representations"][name]["images_encoded"] = rep.images_encoded
     if _MODEL.value == "trained":

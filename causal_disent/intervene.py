@@ -49,6 +49,7 @@ def main(argv) -> None:
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     cli.import_jax_or_exit()
+    cli.stop_at_once_on_signals("no intervention strip was written")
     from causal_disent.runs import orbax_noise
     from causal_disent.runs.checkpoint import CheckpointError
     from causal_disent.utils import console

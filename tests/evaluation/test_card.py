@@ -4,6 +4,7 @@ caching of encoded images, the command line."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -149,6 +150,32 @@ def test_command_line_writes_and_prints_the_card(tmp_path):
     assert metrics["betavae"]["scores"]["eval_accuracy"] == 1.0
     assert "betavae" in result.stdout and "metrics card:" in result.stdout
     assert not re.search(r"^I\d{4} ", result.stderr, re.MULTILINE), result.stderr  # no INFO
+    # Each metric's progress as it ends, on stderr (stdout may have to hold the card).
+    assert result.stderr.splitlines()[-3:] == [
+        "scoring representation identity on pendulum: mig, betavae (200 points each)",
+        f"  mig: {card.headline('mig', metrics['mig']['scores'])} ({metrics['mig']['seconds']:.1f} s)",
+        f"  betavae: {card.headline('betavae', metrics['betavae']['scores'])} "
+        f"({metrics['betavae']['seconds']:.1f} s)"]
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_while_scoring_is_one_line_and_writes_nothing(tmp_path, signal_name):
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAX_PLATFORMS="cpu")
+    process = subprocess.Popen(  # DCI on 10 000 points: minutes on a CPU
+        [sys.executable, "-m", "causal_disent.evaluate", "--model=random",
+         "--dataset=dsprites_synth", "--metrics=dci", "--output=card.json",
+         "--compilation_cache=off"],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = process.stderr.readline()
+    assert started.startswith("scoring representation random"), (started, process.communicate())
+    process.send_signal(getattr(signal, signal_name))
+    stdout, stderr = process.communicate(timeout=120)
+    number = getattr(signal, signal_name).value
+    assert process.returncode == 128 + number, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert stdout.strip() == (f"stopped: {signal_name} received; no metrics card was written "
+                              f"(a card already at the output path is intact)")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_card_that_cannot_be_written_is_printed_and_the_old_one_kept(tmp_path):

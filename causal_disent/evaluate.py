@@ -48,6 +48,10 @@ _COMPILATION_CACHE = flags.DEFINE_string(
     "Folder of the persistent cache of compiled programs, shared with causal_disent.main "
     "(default: $CAUSAL_DISENT_COMPILATION_CACHE, else ~/.cache/causal_disent/compiled/"
     "<machine>); 'off' compiles everything afresh.")
+_UNFINISHED = flags.DEFINE_bool(
+    "unfinished", False,
+    "Score a run whose training has not finished (preempted, paused, or still training) "
+    "from its latest checkpoints; the card records their steps and `finished: false`.")
 _OUTPUT = flags.DEFINE(
     cli.PathParser(), "output", None,
     "Card path. Default: WORKDIR/metrics_card.json, or metrics_card_<model>_<dataset>.json "
@@ -110,6 +114,7 @@ def build_card() -> tuple[dict, Path]:
     from causal_disent.data import registry
     from causal_disent.evaluation import card as cards
     from causal_disent.evaluation import representations, trained_runs
+    from causal_disent.train import stages
 
     names = cards.parse_metric_names(_METRICS.value)
     workdir = Path(_WORKDIR.value) if _WORKDIR.value else None
@@ -120,6 +125,12 @@ def build_card() -> tuple[dict, Path]:
                              "(or use --model=identity / random with --dataset)")
         from causal_disent.utils.sharding import make_data_mesh
 
+        progress = stages.training_progress(trained_runs.load_config(workdir), workdir,
+                                            unfinished=_UNFINISHED.value)
+        if progress.get("finished") is False:
+            _progress(f"warning: {progress['unfinished']}; scoring its latest checkpoints "
+                      f"(the card says finished: false)")
+        result.update(progress)
         run = trained_runs.open_run(workdir, make_data_mesh())
         dataset = run.dataset
         if _DATASET.value and _DATASET.value != dataset.name:
@@ -183,6 +194,10 @@ def summary(card: dict) -> str:
     from causal_disent.evaluation.card import headline
 
     lines = [f"{card['model']} on {card['dataset']}"]
+    if card.get("finished") is False:
+        steps = ", ".join(f"{stage} at step {step}"
+                          for stage, step in card["checkpoint_steps"].items())
+        lines.append(f"  an unfinished run, scored from its latest checkpoints: {steps}")
     if card.get("metrics_skipped"):
         lines.append(f"  no metric card: {card['metrics_skipped']}")
     for rep_name, rep_card in card["representations"].items():

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from causal_disent.evaluation.card import headline_scores
+from causal_disent.runs import checkpoint_paths
 from causal_disent.runs.seeds import SEED_WORKDIR
 from causal_disent.utils import json_values
 
@@ -142,12 +143,35 @@ def card_scores(card_path: Path, representation: str | None) -> dict[str, float]
     if not isinstance(card, dict) or not isinstance(card.get("representations"), dict):
         raise ValueError(f"{card_path} is not a metric card (it has no \"representations\"); "
                          f"write one with python -m causal_disent.evaluate")
+    _check_scores_the_trained_run(card, card_path)
     cards = card["representations"]
     name = representation or next(iter(cards))
     if name not in cards:
         raise ValueError(f"{card_path} has no representation {name!r}; it has "
                          f"{', '.join(cards)}")
     return headline_scores(cards[name])
+
+
+def _check_scores_the_trained_run(card: dict, card_path: Path) -> None:
+    """ValueError for a card of an unfinished run (`evaluate --unfinished`), or one
+    its workdir has since trained past: its scores are not the run's."""
+    scored_at = card.get("checkpoint_steps") or {}
+    if card.get("finished") is False:
+        raise ValueError(f"{card_path} scores an unfinished run (its checkpoints at "
+                         f"{_steps(scored_at)}); finish the run and score it again, or "
+                         f"leave it out")
+    workdir = card.get("workdir")
+    if not workdir or not Path(workdir).is_dir():
+        return  # a card moved away from its run: nothing to compare with
+    now = {stage: checkpoint_paths.latest_saved_step(workdir, stage) for stage in scored_at}
+    if now != scored_at:
+        raise ValueError(f"{card_path} is stale: it scored {workdir} at {_steps(scored_at)}, "
+                         f"whose checkpoints are now at {_steps(now)}; score it again with "
+                         f"`python -m causal_disent.evaluate --workdir={workdir}`")
+
+
+def _steps(steps: dict) -> str:
+    return ", ".join(f"{stage} step {step}" for stage, step in steps.items())
 
 
 def _number(value) -> float:

@@ -42,6 +42,8 @@ import orbax.checkpoint as ocp
 import tensorstore as ts
 from absl import logging
 
+from causal_disent.runs.checkpoint_paths import checkpoint_dir  # the stages' import it from here
+
 
 class CheckpointError(RuntimeError):
     """A checkpoint cannot be used; the message names the path and the fix."""
@@ -49,10 +51,6 @@ class CheckpointError(RuntimeError):
 
 class UnreadableCheckpoint(CheckpointError):
     """A step's files cannot be read (truncated, deleted, half-written)."""
-
-
-def checkpoint_dir(workdir: str | Path, stage: str) -> Path:
-    return Path(workdir).absolute() / "checkpoints" / stage
 
 
 def unreadable_dir(directory: Path) -> Path:

@@ -12,6 +12,7 @@ from flax.training.train_state import TrainState
 from jax.sharding import Mesh
 
 from causal_disent import models
+from causal_disent.runs import checkpoint_paths
 from causal_disent.runs.checkpoint import CheckpointError, check_workdir_compatible, checkpoint_dir
 from causal_disent.runs.restore import restore_trained_params
 from causal_disent.utils.images import images_to_unit_range
@@ -38,7 +39,7 @@ def check_trained(config: ml_collections.ConfigDict, workdir: Path) -> None:
     """CheckpointError unless `workdir` holds a stage-1 checkpoint of this config's
     architecture (reads only its small JSON signature)."""
     directory = checkpoint_dir(workdir, STAGE)
-    if not directory.exists() or not any(p.name.isdigit() for p in directory.iterdir()):
+    if not checkpoint_paths.saved_steps(workdir, STAGE):
         raise CheckpointError(
             f"no stage-1 (mcqvae) checkpoint in {directory}: run stage 'mcqvae' first "
             f"(list it in config.stages) or point config.ct.mcqvae_workdir at a "

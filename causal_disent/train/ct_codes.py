@@ -9,7 +9,7 @@ import numpy as np
 from absl import logging
 
 from causal_disent.runs import mcqvae as mcqvae_run
-from causal_disent.runs.checkpoint import checkpoint_dir
+from causal_disent.runs import checkpoint_paths
 from causal_disent.train import code_cache
 
 SOURCES = ("auto", "cache", "encode")
@@ -29,8 +29,7 @@ def batch_codes(batch: dict, encode, mcqvae_params) -> dict:
 
 def cache_identity(config, dataset, mcqvae, mcqvae_params, stage1_workdir: Path):
     """What a code cache for this run must have been built from."""
-    steps = [int(p.name) for p in checkpoint_dir(stage1_workdir, mcqvae_run.STAGE).iterdir()
-             if p.name.isdigit()]
+    steps = checkpoint_paths.saved_steps(stage1_workdir, mcqvae_run.STAGE)
     return code_cache.CacheIdentity(
         dataset=config.data.name,
         num_images=int(dataset.num_images),

@@ -11,10 +11,10 @@ import ml_collections
 
 from causal_disent.data import registry, splits
 from causal_disent.runs import causalvae as causalvae_run
-from causal_disent.runs import checkpoint
+from causal_disent.runs import checkpoint, checkpoint_paths
 from causal_disent.runs import ct as ct_run
 from causal_disent.runs import mcqvae as mcqvae_run
-from causal_disent.runs import orbax_noise
+from causal_disent.runs import orbax_noise, seeds
 from causal_disent.runs import summary
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs import workdir_lock
@@ -111,14 +111,35 @@ def check_finished(config: ml_collections.ConfigDict, workdir: Path) -> None:
     recorded = read_results(workdir)
     for stage in stages_to_run(config):
         step = recorded.get(stage, {}).get("steps")
-        directory = checkpoint.checkpoint_dir(workdir, stage)
-        if step is not None and (directory / str(step)).is_dir():
+        saved = checkpoint_paths.saved_steps(workdir, stage)
+        if step is not None and step in saved:
             continue
-        saved = sorted(int(p.name) for p in directory.glob("*") if p.name.isdigit())
         where = f"its latest checkpoint is step {saved[-1]}" if saved else "it has no checkpoint"
         raise InvalidRunError(
             f"stage {stage!r} in {workdir} has not finished training ({where}); finish it "
             f"first by rerunning its training command with --workdir={workdir}")
+
+
+def training_progress(config: ml_collections.ConfigDict, workdir: Path,
+                      unfinished: bool = False) -> dict:
+    """What a metric card of the run in `workdir` records of its training: `finished`,
+    and `checkpoint_steps` (each stage's latest checkpoint, the one scored). A run
+    that has not finished is refused (InvalidRunError) unless `unfinished`: its
+    scores are not the trained model's, and a card left in the workdir would outlive
+    the run; with `unfinished` the reason is kept under "unfinished". Empty for a
+    stacked-seed workdir, whose seeds are scored one by one."""
+    if seeds.num_seeds(config) > 1:
+        return {}
+    steps = {stage: checkpoint_paths.latest_saved_step(workdir, stage)
+             for stage in stages_to_run(config)}
+    try:
+        check_finished(config, workdir)
+    except InvalidRunError as error:
+        if not unfinished:
+            raise InvalidRunError(f"{error}; or pass --unfinished to score its latest "
+                                  f"checkpoints") from None
+        return {"finished": False, "checkpoint_steps": steps, "unfinished": str(error)}
+    return {"finished": True, "checkpoint_steps": steps}
 
 
 def stages_to_run(config: ml_collections.ConfigDict) -> list[str]:

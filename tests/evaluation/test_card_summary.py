@@ -168,3 +168,24 @@ def test_command_prints_the_table_and_refuses_an_unscored_run(tmp_path):
     failed = subprocess.run(command + [f"--group={tmp_path / 'bare'}"], capture_output=True,
                             text=True)
     assert failed.returncode != 0 and "no metrics_card.json" in failed.stderr
+
+
+def test_a_card_of_an_unfinished_or_since_retrained_run_is_refused(tmp_path):
+    """evaluate --unfinished marks its card; a card whose run has checkpoints past the
+    ones it scored is stale. Either would show scores that are not the run's."""
+    run = write_run(tmp_path / "w", mig=0.2, dci=0.4)
+    (run / "checkpoints" / "vae" / "700").mkdir(parents=True)
+    card_path = run / "metrics_card.json"
+    card = json.loads(card_path.read_text())
+    current = {**card, "workdir": str(run), "finished": True, "checkpoint_steps": {"vae": 700}}
+    card_path.write_text(json.dumps(current))
+    assert card_summary.read_run_scores(run)["mig.discrete_mig"] == 0.2
+    card_path.write_text(json.dumps({**current, "finished": False}))
+    with pytest.raises(ValueError, match=r"scores an unfinished run \(its checkpoints at vae "
+                                         r"step 700\); finish the run and score it again"):
+        card_summary.read_run_scores(run)
+    card_path.write_text(json.dumps(current))
+    (run / "checkpoints" / "vae" / "2000").mkdir()
+    with pytest.raises(ValueError, match=r"is stale: it scored .* at vae step 700, whose "
+                                         r"checkpoints are now at vae step 2000; score it again"):
+        card_summary.read_run_scores(run)

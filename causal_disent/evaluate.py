@@ -26,7 +26,7 @@ from absl import app, flags, logging
 from causal_disent import cli
 
 _WORKDIR = flags.DEFINE(cli.PathParser(), "workdir", None,
-                     "A finished run of causal_disent.main.")
+                        "A finished run of causal_disent.main.")
 _MODEL = flags.DEFINE_enum(
     "model", "trained", ["trained", "identity", "random"],
     "trained: the run in --workdir; identity / random: the ground-truth factors / a "

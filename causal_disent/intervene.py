@@ -27,9 +27,9 @@ from absl import app, flags
 from causal_disent import cli
 
 _WORKDIR = flags.DEFINE(cli.PathParser(), "workdir", None,
-                     "A finished CT-VAE or CausalVAE run.")
+                        "A finished CT-VAE or CausalVAE run.")
 _IMAGE = flags.DEFINE(cli.PathParser(), "image", None,
-                   "A PNG or JPEG of the run's image size.")
+                      "A PNG or JPEG of the run's image size.")
 _INDEX = flags.DEFINE_integer("index", None, "Or: this image of the run's dataset.",
                               lower_bound=0)
 _ACTION = flags.DEFINE_string("action", None, "CT-VAE: an action's name or index.")

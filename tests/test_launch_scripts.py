@@ -119,7 +119,10 @@ def test_the_gpu_zoo_scores_a_model_while_the_next_trains(tmp_path):
     # while betavae's three cards were running.
     events = [line.split()[0] for line in (tmp_path / "log.ends").read_text().splitlines()]
     assert events == ["main", "main"] + ["card"] * 6
-    assert programs(commands[:5]) == ["main", "evaluate", "evaluate", "evaluate", "main"]
+    # betavae's three cards start in the background, so under load the next training
+    # may log its start before the last of them does.
+    assert programs(commands[:1]) == ["main"]
+    assert sorted(programs(commands[1:5])) == ["evaluate", "evaluate", "evaluate", "main"]
 
 
 def test_a_card_that_would_outlast_the_slice_waits_for_the_next(tmp_path):

@@ -111,7 +111,8 @@ def measure(name: str, repeats: int) -> dict:
 def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=",".join(PROCEDURAL))
-    parser.add_argument("--repeats", type=cli.positive_int, default=30, help="timed batches per figure")
+    parser.add_argument("--repeats", type=cli.positive_int, default=30,
+                        help="timed batches per figure")
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)

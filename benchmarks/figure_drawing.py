@@ -64,7 +64,8 @@ def time_sets(seeds: int, workers: int, folder: Path) -> float:
 def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=cli.positive_int, default=8)
-    parser.add_argument("--workers", type=cli.non_negative_int, default=0, help="default: the cores, at most the seeds")
+    parser.add_argument("--workers", type=cli.non_negative_int, default=0,
+                        help="default: the cores, at most the seeds")
     parser.add_argument("--repeats", type=cli.positive_int, default=3, help="the best of this many")
     records.add_record_flag(parser)
     args = parser.parse_args()

@@ -163,7 +163,8 @@ def main() -> None:
     parser.add_argument("--row_values", choices=("python", "numpy"), default="python",
                         help="the rows' values: as the loop hands them over, or numpy "
                              "scalars as it did before")
-    parser.add_argument("--repeats", type=cli.positive_int, default=3, help="times each figure is measured")
+    parser.add_argument("--repeats", type=cli.positive_int, default=3,
+                        help="times each figure is measured")
     records.add_record_flag(parser)
     args = parser.parse_args()
     if not args.device_ms > 0:

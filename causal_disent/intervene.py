@@ -69,6 +69,7 @@ def intervene() -> Path:
     writes the strip of the run's family; returns its path."""
     from causal_disent.data import registry
     from causal_disent.runs.config_file import read_config
+    from causal_disent.train import stages
 
     if _WORKDIR.value is None:
         raise ValueError("--workdir=W is required: a finished CT-VAE or CausalVAE run")
@@ -83,6 +84,10 @@ def intervene() -> Path:
     if out is not None and not out.endswith(".png"):
         raise ValueError(f"--out={out} must name a .png file")
     image = input_image(registry.dataset_from_config(config.data))
+    progress = stages.training_progress(config, workdir, unfinished=True)
+    if progress.get("finished") is False:  # a strip of a model in training is still useful
+        print(f"warning: {progress['unfinished']}; drawing from its latest checkpoints",
+              file=sys.stderr)
     if "ct" in config.stages:
         return _ct_strip(workdir, image, out)
     return _causalvae_strip(workdir, image, out)

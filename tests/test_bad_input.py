@@ -205,8 +205,8 @@ CASES = [
      r"stage 'mcqvae' in .*run has not finished training \(it has no checkpoint\); finish "
      r"it first by rerunning its training command"),
     ("scoring an unfinished run", "causal_disent.evaluate", ["--workdir={run}"],
-     r"stage 'mcqvae' in .*run has not finished training \(it has no checkpoint\); .*; "
-     r"or pass --unfinished to score its latest checkpoints$"),
+     r"stage 'mcqvae' in .*run has not finished training \(it has no checkpoint\); finish "
+     r"it first .*, or pass --unfinished to score its latest checkpoints$"),
     ("redrawing with a config", MAIN, [CT, "--workdir={run}", "--mode=figures"],
      r"--mode=figures uses the run's own config .*; drop --config"),
     ("training without a config", MAIN, ["--workdir={w}"],

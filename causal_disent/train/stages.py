@@ -108,6 +108,15 @@ def check_finished(config: ml_collections.ConfigDict, workdir: Path) -> None:
     """InvalidRunError unless every stage of `config` finished training in `workdir`
     (its results recorded at a step whose checkpoint is there): what re-evaluating
     or redrawing needs."""
+    unfinished = _first_unfinished_stage(config, workdir)
+    if unfinished is not None:
+        raise InvalidRunError(f"{unfinished}; finish it first by rerunning its training "
+                              f"command with --workdir={workdir}")
+
+
+def _first_unfinished_stage(config: ml_collections.ConfigDict, workdir: Path) -> str | None:
+    """"stage 'S' in W has not finished training (where it is)", or None when every
+    stage recorded its results at a step whose checkpoint is there."""
     recorded = read_results(workdir)
     for stage in stages_to_run(config):
         step = recorded.get(stage, {}).get("steps")
@@ -115,9 +124,8 @@ def check_finished(config: ml_collections.ConfigDict, workdir: Path) -> None:
         if step is not None and step in saved:
             continue
         where = f"its latest checkpoint is step {saved[-1]}" if saved else "it has no checkpoint"
-        raise InvalidRunError(
-            f"stage {stage!r} in {workdir} has not finished training ({where}); finish it "
-            f"first by rerunning its training command with --workdir={workdir}")
+        return f"stage {stage!r} in {workdir} has not finished training ({where})"
+    return None
 
 
 def training_progress(config: ml_collections.ConfigDict, workdir: Path,
@@ -132,14 +140,14 @@ def training_progress(config: ml_collections.ConfigDict, workdir: Path,
         return {}
     steps = {stage: checkpoint_paths.latest_saved_step(workdir, stage)
              for stage in stages_to_run(config)}
-    try:
-        check_finished(config, workdir)
-    except InvalidRunError as error:
-        if not unfinished:
-            raise InvalidRunError(f"{error}; or pass --unfinished to score its latest "
-                                  f"checkpoints") from None
-        return {"finished": False, "checkpoint_steps": steps, "unfinished": str(error)}
-    return {"finished": True, "checkpoint_steps": steps}
+    reason = _first_unfinished_stage(config, workdir)
+    if reason is None:
+        return {"finished": True, "checkpoint_steps": steps}
+    if not unfinished:
+        raise InvalidRunError(f"{reason}; finish it first by rerunning its training command "
+                              f"with --workdir={workdir}, or pass --unfinished to score its "
+                              f"latest checkpoints")
+    return {"finished": False, "checkpoint_steps": steps, "unfinished": reason}
 
 
 def stages_to_run(config: ml_collections.ConfigDict) -> list[str]:

@@ -37,8 +37,8 @@ def test_an_unfinished_run_is_refused_unless_asked_for(tmp_path):
     assert str(refused.value) == (
         f"stage 'ct' in {tmp_path} has not finished training (its latest checkpoint is "
         f"step 4); finish it first by rerunning its training command with "
-        f"--workdir={tmp_path}; or pass --unfinished to score its latest checkpoints")
-    progress = stages.training_progress(config, tmp_path, unfinished=True)
-    assert progress["finished"] is False
-    assert progress["checkpoint_steps"] == {"mcqvae": 6, "ct": 4}
-    assert "(its latest checkpoint is step 4)" in progress["unfinished"]
+        f"--workdir={tmp_path}, or pass --unfinished to score its latest checkpoints")
+    assert stages.training_progress(config, tmp_path, unfinished=True) == {
+        "finished": False, "checkpoint_steps": {"mcqvae": 6, "ct": 4},
+        "unfinished": f"stage 'ct' in {tmp_path} has not finished training (its latest "
+                      f"checkpoint is step 4)"}

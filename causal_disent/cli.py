@@ -108,7 +108,7 @@ def run_script(main: Callable[[], object]) -> None:
     """Runs a script's main (the benchmarks') as causal_disent.main ends: the project's
     own errors about its input (a workdir without a run, a config that cannot train, an
     unreadable checkpoint, a dataset not prepared, a record that cannot be written)
-    become one `error:` line, and SIGTERM or the time budget one `stopped:` line.
+    become one `error:` line, and SIGTERM or Ctrl-C during training one `stopped:` line.
     Anything else keeps its traceback: in a benchmark it is a bug to see."""
     # pylint: disable=import-outside-toplevel  # the scripts' layers, not cli's
     from causal_disent.data.tfds_reading import DatasetNotPreparedError, IncompleteGridError

@@ -42,7 +42,7 @@ import orbax.checkpoint as ocp
 import tensorstore as ts
 from absl import logging
 
-from causal_disent.runs.checkpoint_paths import checkpoint_dir  # the stages' import it from here
+from causal_disent.runs.checkpoint_paths import checkpoint_dir  # the stages import it from here
 
 
 class CheckpointError(RuntimeError):

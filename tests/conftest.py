@@ -68,6 +68,16 @@ def tiny():
     return helpers.tiny_config()
 
 
+@pytest.fixture(autouse=True)
+def _event_files_closed():
+    """Tests that drive the loop or write curve points without the stage runner leave
+    open the TensorBoard event files the runner would close (a ResourceWarning each
+    at the worker's exit)."""
+    yield
+    from causal_disent.runs import tensorboard  # pylint: disable=import-outside-toplevel
+    tensorboard.close_all()
+
+
 # Files that take a minute or more, longest first (from `pytest --durations`). Each
 # worker takes the next file when it is free, so these go first and the short files
 # fill in at the end, instead of one worker finishing alone on a long file. xdist

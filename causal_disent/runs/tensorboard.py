@@ -141,6 +141,14 @@ def close(workdir: str | Path, stage: str) -> None:
         _close(workdir, stage)
 
 
+def close_all() -> None:
+    """Closes every open event file: the stage runner closes a stage's at its end,
+    code that drives `loop.fit` or writes curve points itself (the tests) calls this."""
+    with _files_lock:
+        for workdir, stage in list(_files):
+            _close(workdir, stage)
+
+
 def _close(workdir: str | Path, stage: str) -> None:
     events = _files.pop(_key(workdir, stage), None)
     if events is not None:

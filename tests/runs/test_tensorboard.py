@@ -80,3 +80,16 @@ def test_a_failed_write_names_the_stages_event_folder(tmp_path, monkeypatch):
         28, str(tensorboard.board_dir(tmp_path, "vae")))
     monkeypatch.undo()
     tensorboard.close(tmp_path, "vae")
+
+
+def test_close_all_closes_every_stages_file_and_a_later_row_starts_another(tmp_path):
+    for stage in ("mcqvae", "ct"):
+        tensorboard.add_scalars(tmp_path, stage, 1, {"loss": 1.0}, prefix="train")
+    tensorboard.close_all()
+    tensorboard.add_scalars(tmp_path, "ct", 2, {"loss": 0.5}, prefix="train")
+    tensorboard.close_all()
+    assert len(list(tensorboard.board_dir(tmp_path, "mcqvae").iterdir())) == 1
+    assert len(list(tensorboard.board_dir(tmp_path, "ct").iterdir())) == 2  # a new file
+    steps = [e.step for e in read_events(tensorboard.board_dir(tmp_path, "ct")).Scalars(
+        "train/loss")]
+    assert steps == [1, 2]

@@ -121,9 +121,8 @@ def detect_cluster(address: str | None, num_processes: int | None,
                 address, num_processes, process_id, _ = fill_in(
                     address, num_processes, process_id, None, None, int(timeout_s))
         except Exception as error:  # pylint: disable=broad-except  # the cluster's own query
-            name = _cluster_name(env) if found is None else _cluster_name(found)
-            raise RendezvousError(
-                f"{name} was detected but could not say where its processes are "
+            raise RendezvousError(  # `env`: the cluster whose query failed
+                f"{_cluster_name(env)} was detected but could not say where its processes are "
                 f"({type(error).__name__}: {_one_line(str(error))}); fix its set-up, or "
                 f"{_GIVE_ALL_THREE}") from error
     if found is None:

@@ -10,7 +10,12 @@ inside a restore.
 An unreadable checkpoint (a file truncated or deleted by a crash or a full disk) is
 never deleted: resuming falls back to the newest readable one and moves the newer
 unreadable ones to WORKDIR/checkpoints/<stage>.unreadable/<step>/, with a warning
-naming both, so that training can save those steps again. A half-written save
+naming both, so that training can save those steps again. Reading a run without
+training it (evaluation, figures, interventions, a later stage reading an earlier
+one's parameters: `read_only`) changes nothing and uses no other step than the
+latest: an unreadable latest step is an error naming the training command that sets
+it aside (scoring an older step in its place would label its scores with the wrong
+step). A half-written save
 (orbax's `<step>.orbax-checkpoint-tmp-*` folder) is not a checkpoint to orbax; it is
 named in a warning and left where it is. A save that cannot be written (a full disk)
 raises CheckpointError naming its step: at the save, or, for the part orbax writes in
@@ -70,8 +75,11 @@ class StageCheckpoints:
         max_to_keep: int,
         min_seconds_between_saves: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        read_only: bool = False,
     ):
+        self.workdir = Path(workdir)
         self.directory = checkpoint_dir(workdir, stage)
+        self.read_only = read_only
         self.signature = _as_json(signature)
         self.save_every_steps = save_every_steps
         self.min_seconds_between_saves = min_seconds_between_saves
@@ -82,7 +90,11 @@ class StageCheckpoints:
         # We decide when to save (orbax would also save the first step it sees).
         self.manager = ocp.CheckpointManager(
             self.directory,
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+            options=ocp.CheckpointManagerOptions(
+                # What orbax would set itself when read-only, with a warning each.
+                max_to_keep=None if read_only else max_to_keep,
+                save_interval_steps=0 if read_only else 1,
+                create=not read_only, read_only=read_only),
         )
 
     def latest_step(self) -> int | None:
@@ -133,7 +145,8 @@ class StageCheckpoints:
     def restore_latest(self, abstract_state):
         """The newest readable saved state, placed like `abstract_state`, or None if
         there is none. Newer unreadable steps are moved aside (module docstring);
-        if no step is readable, CheckpointError and nothing is moved."""
+        if no step is readable, CheckpointError and nothing is moved. `read_only`:
+        the latest step's state or CheckpointError, nothing moved."""
         _warn_half_written(self.directory)
         unreadable = []
         for step in sorted(self.manager.all_steps(), reverse=True):
@@ -146,15 +159,16 @@ class StageCheckpoints:
                 )
             except UnreadableCheckpoint as error:
                 unreadable.append((step, error))
-                continue
             except CheckpointError:
                 raise
             except Exception as error:  # orbax raises many types for unreadable data
                 unreadable.append((step, _corrupt(self.directory / str(step), error)))
-                continue
-            if unreadable:
-                self._set_aside(unreadable, step)
-            return restored.state
+            else:
+                if unreadable:
+                    self._set_aside(unreadable, step)
+                return restored.state
+            if self.read_only:  # an older step is not the run's: its scores would mislabel it
+                raise self._latest_unreadable(unreadable[0][1])
         if unreadable:
             raise CheckpointError(
                 f"no checkpoint in {self.directory} can be read (steps "
@@ -163,6 +177,12 @@ class StageCheckpoints:
                 f"to start the stage over, or use a new --workdir."
             )
         return None
+
+    def _latest_unreadable(self, error: UnreadableCheckpoint) -> CheckpointError:
+        return CheckpointError(
+            f"{error}. Nothing was changed; rerun the run's training command with "
+            f"--workdir={self.workdir} (its command.txt has it) to move that step to "
+            f"{unreadable_dir(self.directory)} and train again from an earlier checkpoint")
 
     def _set_aside(self, unreadable: list, fallback_step: int) -> None:
         """Moves the unreadable steps out of orbax's folder (process 0; the others

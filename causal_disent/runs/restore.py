@@ -22,8 +22,8 @@ def restore_trained_params(workdir, stage: str, signature: dict, create_state: C
     """The parameters (replicated over `mesh`) of the latest checkpoint of `stage` in
     `workdir`, whose state has the structure of `create_state()`; CheckpointError
     with `missing_message` when there is none, or naming the difference when it was
-    made with another signature."""
-    checkpoints = StageCheckpoints(workdir, stage, signature, 1, 1)
+    made with another signature or cannot be read (nothing in `workdir` is changed)."""
+    checkpoints = StageCheckpoints(workdir, stage, signature, 1, 1, read_only=True)
     try:
         if checkpoints.latest_step() is None:
             raise CheckpointError(missing_message.format(directory=checkpoints.directory))

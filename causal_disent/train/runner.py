@@ -191,8 +191,8 @@ def _draw(stage: Stage, state, results: dict, workdir: Path, step: int) -> None:
 
 
 def _revisit(stage: Stage, workdir: Path, mesh: Mesh, mode: str) -> dict:
-    """"eval" or "figures" on the finished stage's last checkpoint."""
-    checkpoints = StageCheckpoints(workdir, stage.name, stage.signature, 1, 1)
+    """"eval" or "figures" on the finished stage's last checkpoint (read, never moved)."""
+    checkpoints = StageCheckpoints(workdir, stage.name, stage.signature, 1, 1, read_only=True)
     try:
         state = checkpoints.restore_latest(
             placed_like(jax.eval_shape(stage.create_state), mesh))

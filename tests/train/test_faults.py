@@ -356,6 +356,29 @@ def test_an_unreadable_latest_checkpoint_falls_back_and_is_kept_aside(tmp_path, 
     assert f"moved it to {kept} and resumed from step 2" in caplog.text
 
 
+def test_reading_a_run_never_moves_a_step_nor_falls_back_to_an_older_one(tmp_path):
+    """Evaluation, figures and interventions read the latest step or nothing: an older
+    step's scores would be labelled with the latest one."""
+    directory = save_steps(tmp_path, [1, 2])
+    reading = checkpoint.StageCheckpoints(tmp_path, "fake", {"k": 1}, 1, 10, read_only=True)
+    assert float(reading.restore_latest({"w": jax.ShapeDtypeStruct((4,), jnp.float32)})["w"][0]) == 2.0
+    truncate_data_files(directory / "2")
+    before = tree_bytes(tmp_path)
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        reading.restore_latest({"w": jax.ShapeDtypeStruct((4,), jnp.float32)})
+    reading.close()
+    assert str(raised.value).startswith(f"the checkpoint at {directory / '2'} cannot be read (")
+    assert str(raised.value).endswith(
+        f"it is corrupt or incomplete. Nothing was changed; rerun the run's training command "
+        f"with --workdir={tmp_path} (its command.txt has it) to move that step to "
+        f"{checkpoint.unreadable_dir(directory)} and train again from an earlier checkpoint")
+    assert tree_bytes(tmp_path) == before
+    missing = checkpoint.StageCheckpoints(tmp_path, "other", {"k": 1}, 1, 10, read_only=True)
+    assert missing.latest_step() is None
+    missing.close()
+    assert not checkpoint.checkpoint_dir(tmp_path, "other").exists()  # not even created
+
+
 def test_a_step_set_aside_twice_keeps_both_copies(tmp_path):
     directory = save_steps(tmp_path, [1, 2])
     for _ in range(2):
@@ -482,6 +505,9 @@ def test_a_run_with_a_corrupt_latest_checkpoint_resumes_to_the_same_parameters(t
     uninterrupted, _ = final_params(tmp_path)
     directory = checkpoint.checkpoint_dir(tmp_path, "mcqvae")
     truncate_data_files(directory / "6")
+    with pytest.raises(checkpoint.CheckpointError, match="rerun the run's training command"):
+        stages.run(tiny_config(), tmp_path, mode="eval")  # evaluating it again moves nothing
+    assert (directory / "6").exists()
     (tmp_path / "results.json").unlink()  # as if killed before its evaluation
     stages.run(tiny_config(), tmp_path)
     resumed, step = final_params(tmp_path)

@@ -179,9 +179,11 @@ class StageCheckpoints:
         return None
 
     def _latest_unreadable(self, error: UnreadableCheckpoint) -> CheckpointError:
+        # A stacked run's seed workdirs have no command of their own.
+        where = " (its command.txt has it)" if (self.workdir / "command.txt").exists() else ""
         return CheckpointError(
             f"{error}. Nothing was changed; rerun the run's training command with "
-            f"--workdir={self.workdir} (its command.txt has it) to move that step to "
+            f"--workdir={self.workdir}{where} to move that step to "
             f"{unreadable_dir(self.directory)} and train again from an earlier checkpoint")
 
     def _set_aside(self, unreadable: list, fallback_step: int) -> None:

@@ -363,6 +363,7 @@ def test_reading_a_run_never_moves_a_step_nor_falls_back_to_an_older_one(tmp_pat
     reading = checkpoint.StageCheckpoints(tmp_path, "fake", {"k": 1}, 1, 10, read_only=True)
     assert float(reading.restore_latest({"w": jax.ShapeDtypeStruct((4,), jnp.float32)})["w"][0]) == 2.0
     truncate_data_files(directory / "2")
+    (tmp_path / "command.txt").write_text("python -m causal_disent.main ...\n")
     before = tree_bytes(tmp_path)
     with pytest.raises(checkpoint.CheckpointError) as raised:
         reading.restore_latest({"w": jax.ShapeDtypeStruct((4,), jnp.float32)})

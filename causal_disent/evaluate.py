@@ -125,13 +125,11 @@ def build_card() -> tuple[dict, Path]:
                              "(or use --model=identity / random with --dataset)")
         from causal_disent.utils.sharding import make_data_mesh
 
-        progress = stages.training_progress(trained_runs.load_config(workdir), workdir,
-                                            unfinished=_UNFINISHED.value)
+        run, progress = stages.open_scored_run(workdir, make_data_mesh(), _UNFINISHED.value)
         if progress.get("finished") is False:
             _progress(f"warning: {progress['unfinished']}; scoring its latest checkpoints "
                       f"(the card says finished: false)")
         result.update(progress)
-        run = trained_runs.open_run(workdir, make_data_mesh())
         dataset = run.dataset
         if _DATASET.value and _DATASET.value != dataset.name:
             raise ValueError(f"--dataset={_DATASET.value} but the run was trained on "

@@ -10,6 +10,7 @@ import jax
 import ml_collections
 
 from causal_disent.data import registry, splits
+from causal_disent.evaluation import trained_runs
 from causal_disent.runs import causalvae as causalvae_run
 from causal_disent.runs import checkpoint, checkpoint_paths
 from causal_disent.runs import ct as ct_run
@@ -148,6 +149,24 @@ def training_progress(config: ml_collections.ConfigDict, workdir: Path,
                               f"with --workdir={workdir}, or pass --unfinished to score its "
                               f"latest checkpoints")
     return {"finished": False, "checkpoint_steps": steps, "unfinished": reason}
+
+
+def open_scored_run(workdir: Path, mesh, unfinished: bool = False, attempts: int = 3):
+    """(the trained run in `workdir`, its `training_progress`), the progress naming the
+    checkpoints whose parameters were restored. A run still training (scored with
+    `unfinished`) can save between listing its steps and restoring the latest, and its
+    card would then name a step it did not score: the steps are listed again after
+    the restore and, if they moved, both are done again."""
+    config = trained_runs.load_config(workdir)
+    for _ in range(attempts):
+        progress = training_progress(config, workdir, unfinished)
+        run = trained_runs.open_run(workdir, mesh)
+        after = training_progress(config, workdir, unfinished=True)
+        if after.get("checkpoint_steps") == progress.get("checkpoint_steps"):
+            return run, progress
+    raise InvalidRunError(
+        f"{workdir} saved a new checkpoint during each of {attempts} reads of its latest "
+        f"ones (it is still training); score it when it stops, or a copy of its workdir")
 
 
 def stages_to_run(config: ml_collections.ConfigDict) -> list[str]:

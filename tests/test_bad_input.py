@@ -37,7 +37,8 @@ def slurm_task(process_id: int) -> dict:
 # (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder, holding
 # small.png (32 x 32), dict_config.py (a get_config() giving a plain dict),
 # outside_a_pod/ (a `kubernetes` package whose pod has no service account) and {run},
-# the workdir of a tiny CT-VAE run that never trained: config.json alone), error
+# the workdir of a tiny CT-VAE run that never trained: config.json alone; {started}: the
+# same with a checkpoint folder of stage 1), error
 # regex[, environment variables to set, {tmp} as above])
 CASES = [
     ("missing config file", MAIN, ["--config=configs/nope.py", "--workdir={w}"],
@@ -209,6 +210,10 @@ CASES = [
      r"it first .*, or pass --unfinished to score its latest checkpoints$"),
     ("redrawing with a config", MAIN, [CT, "--workdir={run}", "--mode=figures"],
      r"--mode=figures uses the run's own config .*; drop --config"),
+    ("resuming a run with another seed", MAIN, [CT, "--workdir={started}", "--config.seed=3"],
+     r"holds a run of another config: seed is 0 there, 3 here\. Resume it with "
+     r"--workdir=.*started alone \(its own config.json\), or train this config in a new "
+     r"--workdir$"),
     ("training without a config", MAIN, ["--workdir={w}"],
      r"--config=FILE.py\[:variant\] is required to train"),
     ("intervening with a missing image", "causal_disent.intervene",
@@ -277,10 +282,13 @@ def run_case(case, root):
     Image.new("RGB", (32, 32)).save(folder / "small.png")
     (folder / "run").mkdir()
     write_config(folder / "run", tiny_config())  # a run that never trained
+    (folder / "started" / "checkpoints" / "mcqvae" / "3").mkdir(parents=True)
+    write_config(folder / "started", tiny_config())  # a run that has begun
     (folder / "outside_a_pod" / "kubernetes").mkdir(parents=True)
     (folder / "outside_a_pod" / "kubernetes" / "__init__.py").write_text(_OUTSIDE_A_POD)
     before = sorted(folder.rglob("*"))
-    args = [a.format(w=folder / "workdir", tmp=folder, run=folder / "run")
+    args = [a.format(w=folder / "workdir", tmp=folder, run=folder / "run",
+                     started=folder / "started")
             for a in arguments]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "JAX_PLATFORMS": "cpu",
            **{name: value.format(tmp=folder)

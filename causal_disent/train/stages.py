@@ -24,7 +24,7 @@ from causal_disent.runs.results import read_results
 from causal_disent.train import causalvae_stage, code_cache, config_ranges, ct_stage
 from causal_disent.train import deadline as deadline_lib
 from causal_disent.train import device_data, mcqvae_stage, multi_step, out_of_memory, runner
-from causal_disent.train import split_sizes, vae_stage
+from causal_disent.train import resumed_config, split_sizes, vae_stage
 from causal_disent.utils import console
 from causal_disent.utils.sharding import make_data_mesh
 
@@ -83,6 +83,7 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
                              "set num_seeds = 1 and run one seed per process")
         training.validate(config, mesh, workdir)
         checkpoint.check_workdir_compatible(workdir, stage, run_format.signature(config))
+    resumed_config.check_same_run(config, workdir, frozenset(STAGES))
     split_sizes.check_split_sizes(config, dataset)
     check_workdir_writable(workdir)  # last: it creates the workdir
 

@@ -1,0 +1,113 @@
+"""Training in a workdir that already holds a run: which config changes it can take.
+
+A workdir's config.json is the config its checkpoints and results were made with,
+and every later command (evaluate, summarize, `--mode=eval`, intervene) reads it as
+such. Each training command rewrites it, so a command with another config used to
+relabel the run: a finished β-VAE of β = 4 rerun with β = 7 was skipped as finished
+and its config.json then said β = 7; an unfinished one went on training with the new
+β. Now a started stage (one with checkpoints or results) may differ from the saved
+config only in how the run executes, and, until it has been scored, in how long it
+trains and how it is scored; anything else (the data, the seed, a started stage's
+model, objective or optimiser) is refused before anything compiles, naming the
+fields and the fix.
+"""
+
+from pathlib import Path
+
+import ml_collections
+
+from causal_disent.runs import checkpoint_paths
+from causal_disent.runs.config_file import RunConfigError, read_config
+from causal_disent.runs.results import read_results
+
+# How a run executes, not what it computes: free to change on any resume (checkpoint,
+# log and prefetch schedules, steps per call, where the data lives).
+EXECUTION_FIELDS = frozenset({
+    "stages", "seed_execution", "data.data_dir",
+    *(f"train.{name}" for name in (
+        "cache_images", "checkpoint_every_steps", "code_cache_batch_size",
+        "code_cache_max_gb", "code_source", "device_data", "device_data_max_gb",
+        "eval_batch_size", "log_every_steps", "max_checkpoints_to_keep",
+        "min_seconds_between_checkpoints", "prefetch_batches", "steps_per_call",
+        "unroll_call")),
+})
+# How long a stage trains and how it is scored: free until the stage has results, then
+# only together with a new length (which trains it on and scores it again).
+LENGTH_FIELDS = frozenset({"train.num_steps", "train.num_epochs"})
+SCORING_FIELDS = frozenset(f"train.{name}" for name in (
+    "compare_workdirs", "eval_every_steps", "figure_values", "graph_threshold", "headline",
+    "num_counterfactual_images", "num_curve_images", "num_curve_pairs", "num_eval_draws",
+    "num_eval_images", "num_eval_pairs"))
+
+_SHOWN = 4  # differences named in the error; the rest are counted
+
+
+class ChangedRunError(ValueError):
+    """The config differs from the workdir's run where the run cannot take it."""
+
+
+def check_same_run(config: ml_collections.ConfigDict, workdir: Path,
+                   stage_names: frozenset[str]) -> None:
+    """ChangedRunError when `config` changes what the run in `workdir` trained or
+    scored (module docstring); nothing when the workdir holds no run yet.
+    `stage_names`: the config sections that are stages."""
+    if not (workdir / "config.json").exists():
+        return
+    try:
+        saved = read_config(workdir)
+    except RunConfigError:
+        return  # its labels are lost already; the run writes a readable one
+    results = read_results(workdir)
+    started = {stage for stage in stage_names
+               if stage in results or checkpoint_paths.saved_steps(workdir, stage)}
+    if not started:
+        return  # nothing trained yet: the new config simply replaces the old one
+    refused = [(path, old, new)
+               for path, old, new in _differences(saved.to_dict(), config.to_dict())
+               if not _allowed(path, stage_names, started, saved, config, results)]
+    if not refused:
+        return
+    named = "; ".join(f"{path} is {old!r} there, {new!r} here"
+                      for path, old, new in refused[:_SHOWN])
+    more = f" (and {len(refused) - _SHOWN} more)" if len(refused) > _SHOWN else ""
+    raise ChangedRunError(
+        f"{workdir} holds a run of another config: {named}{more}. Resume it with "
+        f"--workdir={workdir} alone (its own config.json), or train this config in a new "
+        f"--workdir")
+
+
+def _allowed(path: str, stage_names, started: set, saved, config, results: dict) -> bool:
+    section, _, field = path.partition(".")
+    if path in EXECUTION_FIELDS or field in EXECUTION_FIELDS:
+        return True
+    if section in stage_names and section not in started:
+        return True  # nothing of that stage exists yet
+    if section in stage_names and field in LENGTH_FIELDS:
+        return True
+    if section in stage_names and field in SCORING_FIELDS:
+        # Free until the stage is scored; then only with a new length, which trains it
+        # on and scores it again.
+        return section not in results or _new_length(section, saved, config)
+    return False
+
+
+def _new_length(stage: str, saved, config) -> bool:
+    return any(saved[stage].train.get(name) != config[stage].train.get(name)
+               for name in ("num_steps", "num_epochs"))
+
+
+def _differences(saved, current, path: str = ""):
+    """(dotted path, saved value, current value) of every leaf that differs, with JSON's
+    lists and the config's tuples compared as sequences."""
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in sorted(set(saved) | set(current)):
+            yield from _differences(saved.get(key), current.get(key),
+                                    f"{path}.{key}" if path else str(key))
+    elif _plain(saved) != _plain(current):
+        yield path, _plain(saved), _plain(current)
+
+
+def _plain(value):
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value

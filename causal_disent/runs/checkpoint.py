@@ -48,6 +48,7 @@ import tensorstore as ts
 from absl import logging
 
 from causal_disent.runs.checkpoint_paths import checkpoint_dir  # the stages import it from here
+from causal_disent.utils import json_values
 
 
 class CheckpointError(RuntimeError):
@@ -265,17 +266,6 @@ def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -
         manager.close()
 
 
-def _differences(saved, current, path: str = ""):
-    """(dotted path, saved value, current value) of every leaf that differs between
-    two nested dicts, so that an error names the fields, not two whole configs."""
-    if isinstance(saved, dict) and isinstance(current, dict):
-        for key in sorted(set(saved) | set(current)):
-            yield from _differences(saved.get(key), current.get(key),
-                                    f"{path}.{key}" if path else str(key))
-    elif saved != current:
-        yield path, saved, current
-
-
 def check_signature(directory: Path, step: int, signature: dict, manager) -> None:
     try:
         saved = manager.restore(
@@ -286,7 +276,7 @@ def check_signature(directory: Path, step: int, signature: dict, manager) -> Non
     if saved == signature:
         return
     differences = [f"{path}: checkpoint {old!r} vs config {new!r}"
-                   for path, old, new in _differences(saved, signature)]
+                   for path, old, new in json_values.differences(saved, signature)]
     raise CheckpointError(
         f"the workdir holds a checkpoint of an incompatible config at "
         f"{directory / str(step)} ({'; '.join(differences)}). Use a new --workdir, "

@@ -12,6 +12,7 @@ model, objective or optimiser) is refused before anything compiles, naming the
 fields and the fix.
 """
 
+import json
 from pathlib import Path
 
 import ml_collections
@@ -19,6 +20,7 @@ import ml_collections
 from causal_disent.runs import checkpoint_paths
 from causal_disent.runs.config_file import RunConfigError, read_config
 from causal_disent.runs.results import read_results
+from causal_disent.utils import json_values
 
 # How a run executes, not what it computes: free to change on any resume (checkpoint,
 # log and prefetch schedules, steps per call, where the data lives).
@@ -63,7 +65,7 @@ def check_same_run(config: ml_collections.ConfigDict, workdir: Path,
     if not started:
         return  # nothing trained yet: the new config simply replaces the old one
     refused = [(path, old, new)
-               for path, old, new in _differences(saved.to_dict(), config.to_dict())
+               for path, old, new in json_values.differences(_as_json(saved), _as_json(config))
                if not _allowed(path, stage_names, started, saved, config, results)]
     if not refused:
         return
@@ -96,18 +98,6 @@ def _new_length(stage: str, saved, config) -> bool:
                for name in ("num_steps", "num_epochs"))
 
 
-def _differences(saved, current, path: str = ""):
-    """(dotted path, saved value, current value) of every leaf that differs, with JSON's
-    lists and the config's tuples compared as sequences."""
-    if isinstance(saved, dict) and isinstance(current, dict):
-        for key in sorted(set(saved) | set(current)):
-            yield from _differences(saved.get(key), current.get(key),
-                                    f"{path}.{key}" if path else str(key))
-    elif _plain(saved) != _plain(current):
-        yield path, _plain(saved), _plain(current)
-
-
-def _plain(value):
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
+def _as_json(config: ml_collections.ConfigDict) -> dict:
+    # Tuples become lists, as config.json reads back.
+    return json.loads(config.to_json_best_effort())

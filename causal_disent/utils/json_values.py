@@ -104,3 +104,15 @@ def read_json(path: Path):
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         reason = error.msg if isinstance(error, json.JSONDecodeError) else error.reason
         raise ValueError(f"{path} is not valid JSON ({reason})") from error
+
+
+def differences(saved, current, path: str = ""):
+    """(dotted path, saved value, current value) of every leaf that differs between
+    two nested dicts of JSON values, so that an error names the fields, not two
+    whole configs."""
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in sorted(set(saved) | set(current)):
+            yield from differences(saved.get(key), current.get(key),
+                                   f"{path}.{key}" if path else str(key))
+    elif saved != current:
+        yield path, saved, current

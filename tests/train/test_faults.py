@@ -361,12 +361,13 @@ def test_reading_a_run_never_moves_a_step_nor_falls_back_to_an_older_one(tmp_pat
     step's scores would be labelled with the latest one."""
     directory = save_steps(tmp_path, [1, 2])
     reading = checkpoint.StageCheckpoints(tmp_path, "fake", {"k": 1}, 1, 10, read_only=True)
-    assert float(reading.restore_latest({"w": jax.ShapeDtypeStruct((4,), jnp.float32)})["w"][0]) == 2.0
+    abstract = {"w": jax.ShapeDtypeStruct((4,), jnp.float32)}
+    assert float(reading.restore_latest(abstract)["w"][0]) == 2.0
     truncate_data_files(directory / "2")
     (tmp_path / "command.txt").write_text("python -m causal_disent.main ...\n")
     before = tree_bytes(tmp_path)
     with pytest.raises(checkpoint.CheckpointError) as raised:
-        reading.restore_latest({"w": jax.ShapeDtypeStruct((4,), jnp.float32)})
+        reading.restore_latest(abstract)
     reading.close()
     assert str(raised.value).startswith(f"the checkpoint at {directory / '2'} cannot be read (")
     assert str(raised.value).endswith(

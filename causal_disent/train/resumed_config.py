@@ -6,8 +6,9 @@ such. Each training command rewrites it, so a command with another config used t
 relabel the run: a finished β-VAE of β = 4 rerun with β = 7 was skipped as finished
 and its config.json then said β = 7; an unfinished one went on training with the new
 β. Now a started stage (one with checkpoints or results) may differ from the saved
-config only in how the run executes, and, until it has been scored, in how long it
-trains and how it is scored; anything else (the data, the seed, a started stage's
+config only in how the run executes, in how long it trains (until a later stage that
+reads its parameters has begun) and, until it has been scored, in how it is scored;
+anything else (the data, the seed, a started stage's
 model, objective or optimiser) is refused before anything compiles, naming the
 fields and the fix.
 """
@@ -33,8 +34,9 @@ EXECUTION_FIELDS = frozenset({
         "min_seconds_between_checkpoints", "prefetch_batches", "steps_per_call",
         "unroll_call")),
 })
-# How long a stage trains and how it is scored: free until the stage has results, then
-# only together with a new length (which trains it on and scores it again).
+# How long a stage trains (free until a later stage that reads it has begun) and how it
+# is scored (free until the stage has results, then only together with a new length,
+# which trains it on and scores it again).
 LENGTH_FIELDS = frozenset({"train.num_steps", "train.num_epochs"})
 SCORING_FIELDS = frozenset(f"train.{name}" for name in (
     "compare_workdirs", "eval_every_steps", "figure_values", "graph_threshold", "headline",
@@ -85,7 +87,11 @@ def _allowed(path: str, stage_names, started: set, saved, config, results: dict)
     if section in stage_names and section not in started:
         return True  # nothing of that stage exists yet
     if section in stage_names and field in LENGTH_FIELDS:
-        return True
+        # Training on changes what the later stages (which read this one's
+        # parameters: CT-VAE's stage 2) were trained on.
+        order = tuple(saved.stages)
+        later = order[order.index(section) + 1:] if section in order else ()
+        return not started.intersection(later)
     if section in stage_names and field in SCORING_FIELDS:
         # Free until the stage is scored; then only with a new length, which trains it
         # on and scores it again.

@@ -90,3 +90,14 @@ def test_many_differences_are_counted_past_the_first_four(tmp_path):
                                   "mcqvae.optim.learning_rate": 0.5,
                                   "mcqvae.optim.batch_size": 3, "mcqvae.model.commitment_cost": 0.5,
                                   "mcqvae.model.num_codes": 7}), workdir, STAGE_NAMES)
+
+
+def test_stage_one_trains_on_only_while_stage_two_has_not_begun(tmp_path):
+    config = tiny_config()
+    longer = {"mcqvae.train.num_steps": 2 * config.mcqvae.train.num_steps}
+    workdir = workdir_with_run(tmp_path, {"mcqvae": [config.mcqvae.train.num_steps]},
+                               {"mcqvae": config.mcqvae.train.num_steps})
+    check_same_run(changed(**longer), workdir, STAGE_NAMES)
+    (workdir / "checkpoints" / "ct" / "2").mkdir(parents=True)  # stage 2 read its codes
+    with pytest.raises(ChangedRunError, match=r"mcqvae.train.num_steps is \d+ there, \d+ here"):
+        check_same_run(changed(**longer), workdir, STAGE_NAMES)

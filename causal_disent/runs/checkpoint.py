@@ -373,7 +373,7 @@ def _warn_half_written(directory: Path) -> None:
     if not directory.exists():
         return
     for partial in sorted(directory.glob("*.orbax-checkpoint-tmp*")):
-        logging.warning("%s is a half-written checkpoint (a save was interrupted); "
+        logging.warning("%s is a half-written checkpoint (a save interrupted, or in progress); "
                         "ignored and left in place", partial)
 
 

@@ -69,7 +69,8 @@ def ablation_scores(workdir: Path, num_pairs: int) -> dict:
     dataset = registry.dataset_from_config(config.data)
     mcqvae, mcqvae_params = mcqvae_run.load_trained(
         config, ct_run.mcqvae_workdir(config, workdir), mesh, dataset)
-    model, params = ct_run.load_trained(config, workdir, mesh, dataset)
+    model, params = ct_run.load_trained(config, workdir, mesh, dataset,
+                                        stage1_params=mcqvae_params)
     sampler = transitions.sampler_for(dataset, splits.configured_split(dataset, config.data),
                                       seed=config.seed)
     pairs = sampler.fixed_set("test", num_pairs)

@@ -54,7 +54,8 @@ class CTVAE:
         mcqvae, mcqvae_params = mcqvae_run.load_trained(
             config, ct_run.mcqvae_workdir(config, workdir), mesh, dataset
         )
-        transition, transition_params = ct_run.load_trained(config, workdir, mesh, dataset)
+        transition, transition_params = ct_run.load_trained(
+            config, workdir, mesh, dataset, stage1_params=mcqvae_params)
         return cls(
             mcqvae=mcqvae,
             mcqvae_params=jax.device_get(mcqvae_params),

@@ -121,7 +121,8 @@ def _ctvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
     def causal_scores() -> dict:
         if ct_run.STAGE not in config.stages:
             return {}
-        model, params = ct_run.load_trained(config, workdir, mesh, dataset)
+        model, params = ct_run.load_trained(config, workdir, mesh, dataset,
+                                            stage1_params=mcqvae_params)
         split = splits.configured_split(dataset, config.data)
         return ct_evaluation.evaluate_on_test(
             config, model, params, mcqvae, mcqvae_params, make_encoder(mcqvae, mesh),

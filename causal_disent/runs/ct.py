@@ -16,6 +16,7 @@ from causal_disent import models
 from causal_disent.data import transitions
 from causal_disent.models.ct_layer import CausalTransition
 from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.runs import stage_one_record
 from causal_disent.runs.restore import restore_trained_params
 
 STAGE = "ct"
@@ -67,8 +68,12 @@ def create_state(model: CausalTransition, init_rng, schedule) -> TrainState:
     return TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(schedule))
 
 
-def load_trained(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh, dataset):
-    """The CT layer and its trained parameters from `workdir`'s latest checkpoint."""
+def load_trained(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh, dataset, *,
+                 stage1_params):
+    """The CT layer and its trained parameters from `workdir`'s latest checkpoint;
+    CheckpointError when it was trained on another stage 1 than `stage1_params`
+    (runs/stage_one_record.py)."""
+    stage_one_record.check(workdir, mcqvae_workdir(config, workdir), stage1_params)
     model = build_model(config, dataset)
     create = functools.partial(create_state, model, jax.random.key(0),
                                optax.constant_schedule(0.0))

@@ -15,7 +15,6 @@ silently and never overwritten.
 """
 
 import dataclasses
-import hashlib
 import json
 import os
 import time
@@ -29,6 +28,7 @@ from absl import logging
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
+from causal_disent.runs.stage_one_record import params_hash  # noqa: F401 - re-exported
 from causal_disent.utils import json_values
 from causal_disent.utils.sharding import padded_global_batches
 
@@ -51,16 +51,6 @@ class CacheIdentity:
     num_codes: int
     stage1_step: int
     params_hash: str
-
-
-def params_hash(params) -> str:
-    """sha256 over the parameter tree's paths, dtypes, shapes and values (hex, 16)."""
-    digest = hashlib.sha256()
-    for path, leaf in jax.tree_util.tree_flatten_with_path(jax.device_get(params))[0]:
-        leaf = np.ascontiguousarray(leaf)
-        digest.update(f"{jax.tree_util.keystr(path)}:{leaf.dtype}:{leaf.shape};".encode())
-        digest.update(leaf.tobytes())
-    return digest.hexdigest()[:16]
 
 
 def cache_dir(workdir: Path) -> Path:

@@ -25,8 +25,10 @@ from causal_disent.data.pipeline import batch_stream
 from causal_disent.evaluation import ct_evaluation, ct_retrieval, curves
 from causal_disent.evaluation.ct_retrieval import make_encoder
 from causal_disent.objectives import ct as ct_objectives
+from causal_disent.runs import checkpoint_paths
 from causal_disent.runs import ct as ct_run
 from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.runs import stage_one_record
 from causal_disent.runs.results import append_curve_point, read_curve
 from causal_disent.train import ct_codes, device_data, runner
 from causal_disent.train.state import SCHEDULES, stage_schedule, train_step
@@ -175,6 +177,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                                       action_mix=cfg.objective.get("action_mix", "balanced"))
     stage1_workdir = ct_run.mcqvae_workdir(config, workdir)
     mcqvae, mcqvae_params = mcqvae_run.load_trained(config, stage1_workdir, mesh, dataset)
+    if mode == "train" and checkpoint_paths.latest_saved_step(workdir, STAGE) is None:
+        stage_one_record.record(workdir, stage1_workdir, mcqvae_params)  # starting afresh
+    else:
+        stage_one_record.check(workdir, stage1_workdir, mcqvae_params)
     encode = make_encoder(mcqvae, mesh)
     model = ct_run.build_model(config, dataset)
 

@@ -13,7 +13,9 @@ from PIL import Image
 
 from causal_disent import ct_interventions as interventions
 from causal_disent.data import registry, splits, transitions
-from causal_disent.runs import checkpoint
+from causal_disent.runs import checkpoint, stage_one_record
+from causal_disent.runs import ct as ct_run
+from causal_disent.runs import mcqvae as mcqvae_run
 from causal_disent.runs import metrics_log
 from causal_disent.runs.config_file import read_config
 from causal_disent.train import ct_stage, stages
@@ -75,19 +77,44 @@ def test_two_stage_run_writes_results_metrics_and_figures(two_stage_run):
                    for stat in ("mean", "std"))
 
 
+def test_stage_two_records_its_stage_one_and_refuses_another(two_stage_run, tmp_path):
+    """A CT layer paired with a stage 1 it was not trained on (another run's, trained
+    on since) is refused by every command that pairs them."""
+    workdir, _ = two_stage_run
+    config, mesh = read_config(workdir), stages.make_data_mesh()
+    dataset = registry.dataset_from_config(config.data)
+    _, mcqvae_params = mcqvae_run.load_trained(config, workdir, mesh, dataset)
+    assert json.loads(stage_one_record.record_path(workdir).read_text()) == {
+        "workdir": str(workdir), "step": config.mcqvae.train.num_steps,
+        "params_hash": stage_one_record.params_hash(mcqvae_params)}
+    trained_on = jax.tree.map(lambda value: value + 1e-3, mcqvae_params)
+    refusal = (rf"stage 2 in .* was trained on the stage 1 of {re.escape(str(workdir))} at step "
+               rf"{config.mcqvae.train.num_steps} \(parameters [0-9a-f]{{16}}\), but that stage "
+               rf"1 is now .*: its codes are not the ones stage 2 learned on\. Restore that "
+               rf"stage 1, or train stage 2 again in a new --workdir")
+    with pytest.raises(checkpoint.CheckpointError, match=refusal):
+        ct_run.load_trained(config, workdir, mesh, dataset, stage1_params=trained_on)
+    copy = tmp_path / "run"
+    shutil.copytree(workdir, copy)
+    record = stage_one_record.record_path(copy)
+    record.write_text(record.read_text().replace(
+        stage_one_record.params_hash(mcqvae_params), "0123456789abcdef"))
+    with pytest.raises(checkpoint.CheckpointError, match="its codes are not the ones"):
+        stages.run(read_config(copy), copy, mode="eval")  # the stage itself checks too
+
+
 def test_headline_does_not_move_with_the_evaluation_key(two_stage_run):
     """Two evaluations of one checkpoint under different keys give the same headline
     (no draw enters it); the draws depend on the key alone."""
     from causal_disent.evaluation import ct_evaluation
     from causal_disent.evaluation.ct_retrieval import make_encoder
-    from causal_disent.runs import ct as ct_run
-    from causal_disent.runs import mcqvae as mcqvae_run
 
     workdir, _ = two_stage_run
     config, mesh = read_config(workdir), stages.make_data_mesh()
     dataset = registry.dataset_from_config(config.data)
     mcqvae, mcqvae_params = mcqvae_run.load_trained(config, workdir, mesh, dataset)
-    model, params = ct_run.load_trained(config, workdir, mesh, dataset)
+    model, params = ct_run.load_trained(config, workdir, mesh, dataset,
+                                        stage1_params=mcqvae_params)
     sampler = transitions.sampler_for(dataset, splits.configured_split(dataset, config.data),
                                       seed=config.seed)
 

@@ -1,0 +1,33 @@
+"""runs/stage_one_record: which stage 1 a CT-VAE's stage 2 was trained on."""
+
+import json
+
+import numpy as np
+import pytest
+
+from causal_disent.runs import stage_one_record
+from causal_disent.runs.checkpoint import CheckpointError
+
+
+def test_the_record_holds_the_stage_one_it_was_made_with(tmp_path):
+    stage1 = tmp_path / "stage1"
+    (stage1 / "checkpoints" / "mcqvae" / "40").mkdir(parents=True)
+    params = {"encoder": {"w": np.arange(6.0).reshape(2, 3)}}
+    stage_one_record.check(tmp_path, stage1, params)  # no record (a run from before): fine
+    stage_one_record.record(tmp_path, stage1, params)
+    assert json.loads(stage_one_record.record_path(tmp_path).read_text()) == {
+        "workdir": str(stage1), "step": 40, "params_hash": stage_one_record.params_hash(params)}
+    stage_one_record.check(tmp_path, tmp_path / "moved", params)  # the same parameters
+    (stage1 / "checkpoints" / "mcqvae" / "80").mkdir()
+    params["encoder"]["w"][0, 0] = 0.5  # trained on
+    with pytest.raises(CheckpointError, match=(
+            rf"stage 2 in {tmp_path} was trained on the stage 1 of {stage1} at step 40 "
+            rf"\(parameters [0-9a-f]{{16}}\), but that stage 1 is now {stage1} at step 80 ")):
+        stage_one_record.check(tmp_path, stage1, params)
+
+
+def test_an_unreadable_record_is_named(tmp_path):
+    stage_one_record.record_path(tmp_path).parent.mkdir(parents=True)
+    stage_one_record.record_path(tmp_path).write_text("{cut")
+    with pytest.raises(CheckpointError, match=r"ct_stage_one.json cannot be read \(JSONDecodeError"):
+        stage_one_record.check(tmp_path, tmp_path, {"w": np.zeros(2)})

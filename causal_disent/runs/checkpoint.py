@@ -15,11 +15,11 @@ training it (evaluation, figures, interventions, a later stage reading an earlie
 one's parameters: `read_only`) changes nothing and uses no other step than the
 latest: an unreadable latest step is an error naming the training command that sets
 it aside (scoring an older step in its place would label its scores with the wrong
-step). A half-written save
-(orbax's `<step>.orbax-checkpoint-tmp-*` folder) is not a checkpoint to orbax; it is
-named in a warning and left where it is. A save that cannot be written (a full disk)
-raises CheckpointError naming its step: at the save, or, for the part orbax writes in
-the background, at the next save or wait; the earlier steps are intact.
+step). A half-written save (orbax's `<step>.orbax-checkpoint-tmp-*` folder) is not a
+checkpoint to orbax; it is named in a warning and left where it is. A save that
+cannot be written (a full disk) raises CheckpointError naming its step: at the save,
+or, for the part orbax writes in the background, at the next save or wait; the
+earlier steps are intact.
 
 A save runs orbax's blocking part (the copy to host memory and its bookkeeping) on
 the loop's thread; orbax writes the files in the background. Running that part on a

@@ -28,7 +28,6 @@ from absl import logging
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
-from causal_disent.runs.stage_one_record import params_hash  # noqa: F401 - re-exported
 from causal_disent.utils import json_values
 from causal_disent.utils.sharding import padded_global_batches
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 from absl import logging
 
-from causal_disent.runs import mcqvae as mcqvae_run
 from causal_disent.runs import checkpoint_paths
+from causal_disent.runs import mcqvae as mcqvae_run
+from causal_disent.runs import stage_one_record
 from causal_disent.train import code_cache
 
 SOURCES = ("auto", "cache", "encode")
@@ -36,7 +37,7 @@ def cache_identity(config, dataset, mcqvae, mcqvae_params, stage1_workdir: Path)
         num_nodes=math.prod(mcqvae.code_grid_shape(dataset.image_shape)),
         num_codes=config.mcqvae.model.num_codes,
         stage1_step=max(steps),
-        params_hash=code_cache.params_hash(mcqvae_params),
+        params_hash=stage_one_record.params_hash(mcqvae_params),
     )
 
 

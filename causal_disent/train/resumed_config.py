@@ -8,9 +8,8 @@ and its config.json then said β = 7; an unfinished one went on training with th
 β. Now a started stage (one with checkpoints or results) may differ from the saved
 config only in how the run executes, in how long it trains (until a later stage that
 reads its parameters has begun) and, until it has been scored, in how it is scored;
-anything else (the data, the seed, a started stage's
-model, objective or optimiser) is refused before anything compiles, naming the
-fields and the fix.
+anything else (the data, the seed, a started stage's model, objective or optimiser)
+is refused before anything compiles, naming the fields and the fix.
 """
 
 import json

@@ -2,11 +2,21 @@
 
 import json
 
+import jax
 import numpy as np
 import pytest
 
 from causal_disent.runs import stage_one_record
 from causal_disent.runs.checkpoint import CheckpointError
+
+
+def test_params_hash_sees_every_value():
+    params = {"a": np.zeros((2, 3), np.float32), "b": {"c": np.ones(4, np.float32)}}
+    changed = jax.tree.map(np.copy, params)
+    changed["b"]["c"][2] = 1.0 + 1e-6
+    digest = stage_one_record.params_hash
+    assert digest(params) == digest(jax.tree.map(np.copy, params))
+    assert digest(params) != digest(changed)
 
 
 def test_the_record_holds_the_stage_one_it_was_made_with(tmp_path):
@@ -27,7 +37,8 @@ def test_the_record_holds_the_stage_one_it_was_made_with(tmp_path):
 
 
 def test_an_unreadable_record_is_named(tmp_path):
-    stage_one_record.record_path(tmp_path).parent.mkdir(parents=True)
-    stage_one_record.record_path(tmp_path).write_text("{cut")
-    with pytest.raises(CheckpointError, match=r"ct_stage_one.json cannot be read \(JSONDecodeError"):
+    path = stage_one_record.record_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("{cut")
+    with pytest.raises(CheckpointError, match=r"stage_one.json cannot be read \(JSONDecode"):
         stage_one_record.check(tmp_path, tmp_path, {"w": np.zeros(2)})

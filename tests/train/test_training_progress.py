@@ -48,7 +48,7 @@ def test_the_card_names_the_steps_restored_even_when_the_run_saves_meanwhile(
         tmp_path, monkeypatch):
     """A run still training saves between listing its steps and restoring the latest:
     the steps are listed again after the restore, and both redone when they moved."""
-    config = ctvae_workdir(tmp_path, {"mcqvae": [6], "ct": [2]}, ("mcqvae",))
+    ctvae_workdir(tmp_path, {"mcqvae": [6], "ct": [2]}, ("mcqvae",))
     opened = []
 
     def open_run_while_training(workdir, mesh):

@@ -9,40 +9,17 @@ and its config.json then said β = 7; an unfinished one went on training with th
 config only in how the run executes, in how long it trains (until a later stage that
 reads its parameters has begun) and, until it has been scored, in how it is scored;
 anything else (the data, the seed, a started stage's model, objective or optimiser)
-is refused before anything compiles, naming the fields and the fix.
+is refused before anything compiles, naming the fields and the fix. Which field
+changes what: runs/config_fields.py.
 """
 
-import json
 from pathlib import Path
 
 import ml_collections
 
-from causal_disent.runs import checkpoint_paths
+from causal_disent.runs import checkpoint_paths, config_fields
 from causal_disent.runs.config_file import RunConfigError, read_config
 from causal_disent.runs.results import read_results
-from causal_disent.utils import json_values
-
-# How a run executes, not what it computes: free to change on any resume (checkpoint,
-# log and prefetch schedules, steps per call, where the data lives).
-EXECUTION_FIELDS = frozenset({
-    "stages", "seed_execution", "data.data_dir",
-    *(f"train.{name}" for name in (
-        "cache_images", "checkpoint_every_steps", "code_cache_batch_size",
-        "code_cache_max_gb", "code_source", "device_data", "device_data_max_gb",
-        "eval_batch_size", "log_every_steps", "max_checkpoints_to_keep",
-        "min_seconds_between_checkpoints", "prefetch_batches", "steps_per_call",
-        "unroll_call")),
-})
-# How long a stage trains (free until a later stage that reads it has begun) and how it
-# is scored (free until the stage has results, then only together with a new length,
-# which trains it on and scores it again).
-LENGTH_FIELDS = frozenset({"train.num_steps", "train.num_epochs"})
-SCORING_FIELDS = frozenset(f"train.{name}" for name in (
-    "compare_workdirs", "eval_every_steps", "figure_values", "graph_threshold", "headline",
-    "num_counterfactual_images", "num_curve_images", "num_curve_pairs", "num_eval_draws",
-    "num_eval_images", "num_eval_pairs"))
-
-_SHOWN = 4  # differences named in the error; the rest are counted
 
 
 class ChangedRunError(ValueError):
@@ -65,33 +42,30 @@ def check_same_run(config: ml_collections.ConfigDict, workdir: Path,
                if stage in results or checkpoint_paths.saved_steps(workdir, stage)}
     if not started:
         return  # nothing trained yet: the new config simply replaces the old one
-    refused = [(path, old, new)
-               for path, old, new in json_values.differences(_as_json(saved), _as_json(config))
+    refused = [(path, old, new) for path, old, new in config_fields.differences(saved, config)
                if not _allowed(path, stage_names, started, saved, config, results)]
     if not refused:
         return
-    named = "; ".join(f"{path} is {old!r} there, {new!r} here"
-                      for path, old, new in refused[:_SHOWN])
-    more = f" (and {len(refused) - _SHOWN} more)" if len(refused) > _SHOWN else ""
     raise ChangedRunError(
-        f"{workdir} holds a run of another config: {named}{more}. Resume it with "
+        f"{workdir} holds a run of another config: "
+        f"{config_fields.describe(refused, 'there', 'here')}. Resume it with "
         f"--workdir={workdir} alone (its own config.json), or train this config in a new "
         f"--workdir")
 
 
 def _allowed(path: str, stage_names, started: set, saved, config, results: dict) -> bool:
-    section, _, field = path.partition(".")
-    if path in EXECUTION_FIELDS or field in EXECUTION_FIELDS:
+    section, field = config_fields.section_and_field(path)
+    if config_fields.only_execution(path):
         return True
     if section in stage_names and section not in started:
         return True  # nothing of that stage exists yet
-    if section in stage_names and field in LENGTH_FIELDS:
+    if section in stage_names and field in config_fields.LENGTH_FIELDS:
         # Training on changes what the later stages (which read this one's
         # parameters: CT-VAE's stage 2) were trained on.
         order = tuple(saved.stages)
         later = order[order.index(section) + 1:] if section in order else ()
         return not started.intersection(later)
-    if section in stage_names and field in SCORING_FIELDS:
+    if section in stage_names and field in config_fields.SCORING_FIELDS:
         # Free until the stage is scored; then only with a new length, which trains it
         # on and scores it again.
         return section not in results or _new_length(section, saved, config)
@@ -102,7 +76,3 @@ def _new_length(stage: str, saved, config) -> bool:
     return any(saved[stage].train.get(name) != config[stage].train.get(name)
                for name in ("num_steps", "num_epochs"))
 
-
-def _as_json(config: ml_collections.ConfigDict) -> dict:
-    # Tuples become lists, as config.json reads back.
-    return json.loads(config.to_json_best_effort())

@@ -6,7 +6,10 @@ r"""Prints the scores of groups of scored runs as one table, mean ± sample std 
 Each --group is LABEL=PATH,PATH,... (or PATH,... labelled by its paths); a path is a
 workdir scored by `python -m causal_disent.evaluate --workdir=W`, a many-seed
 workdir (its seeds/seed_* runs), or a metric card file such as the identity or
-random card; a run without a card gives its results.json's scores only. Columns:
+random card; a run without a card gives its results.json's scores only. The runs
+of a group must share their config but for the seed and how they executed (a mean
+over two models would mean nothing); a group that mixes configs is refused, naming
+the fields. Columns:
 each metric's headline scores, then from results.json the test split's
 reconstruction NLL and the interventional-consistency summaries (INV off and on the
 diagonal, EQV and SCN means). --format=json prints {label: {column: [mean, std, n]}}
@@ -50,6 +53,7 @@ def main(argv) -> None:
         for argument in _GROUPS.value:
             label, paths = card_summary.parse_group(argument)
             runs = [run for path in paths for run in card_summary.expand_runs(path)]
+            card_summary.check_one_config(label, runs)
             scores = [card_summary.read_run_scores(run, _REPRESENTATION.value) for run in runs]
             groups.append((label, card_summary.aggregate(scores)))
             recorded[label] = {"summary": groups[-1][1],

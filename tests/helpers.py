@@ -5,11 +5,19 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def tiny_config():
-    """configs/ctvae_shapes3d.py:tiny (both stages), a fresh copy each call."""
+def tiny_config(**changes):
+    """configs/ctvae_shapes3d.py:tiny (both stages), a fresh copy each call, with
+    `changes` by dotted path: tiny_config(**{"seed": 1, "ct.optim.batch_size": 4})."""
     from configs import ctvae_shapes3d
 
-    return ctvae_shapes3d.get_config("tiny")
+    config = ctvae_shapes3d.get_config("tiny")
+    for path, value in changes.items():
+        *sections, field = path.split(".")
+        node = config
+        for section in sections:
+            node = node[section]
+        node[field] = value
+    return config
 
 
 def small_shapes3d_dataset():

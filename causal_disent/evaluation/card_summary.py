@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from causal_disent.evaluation.card import headline_scores
-from causal_disent.runs import checkpoint_paths
+from causal_disent.runs import checkpoint_paths, config_fields
+from causal_disent.runs.config_file import read_config
 from causal_disent.runs.seeds import SEED_WORKDIR
 from causal_disent.utils import json_values
 
@@ -88,6 +89,30 @@ def expand_runs(path: str | Path) -> list[Path]:
         seed_dirs = [d for d in seeds_dir.iterdir() if d.is_dir() and d.name.startswith("seed_")]
         return sorted(seed_dirs, key=lambda d: int(d.name.removeprefix("seed_")))
     return [path]
+
+
+# What the runs of one group may differ in besides how they executed: a group is one
+# model's seeds (a many-seed run's seed workdirs say num_seeds 1), and each seed's
+# stage 2 may read a stage 1 of its own.
+MAY_DIFFER_IN_A_GROUP = frozenset({"seed", "num_seeds", "ct.mcqvae_workdir"})
+
+
+def check_one_config(label: str, runs: Sequence[Path]) -> None:
+    """ValueError when the runs of a group (their workdirs' config.json; card files
+    have none) were trained with configs that differ in more than the seed and how
+    they executed: a mean ± std over them would mix models."""
+    configs = [(run, read_config(run)) for run in runs
+               if run.is_dir() and (run / "config.json").is_file()]
+    for run, config in configs[1:]:
+        first, first_config = configs[0]
+        found = [difference for difference in config_fields.differences(first_config, config)
+                 if difference[0] not in MAY_DIFFER_IN_A_GROUP
+                 and not config_fields.only_execution(difference[0])]
+        if found:
+            raise ValueError(
+                f"group {label!r} mixes configs: "
+                f"{config_fields.describe(found, f'in {first}', f'in {run}')}; give each "
+                f"config its own --group")
 
 
 def read_run_scores(run: Path, representation: str | None = None) -> dict[str, float]:

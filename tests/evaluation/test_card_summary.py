@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from causal_disent.evaluation import card_summary
+from causal_disent.runs.config_file import write_config
+from tests.helpers import tiny_config
 
 
 def write_run(workdir, mig, dci, test_bce=None):
@@ -189,3 +191,22 @@ def test_a_card_of_an_unfinished_or_since_retrained_run_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"is stale: it scored .* at vae step 700, whose "
                                          r"checkpoints are now at vae step 2000; score it again"):
         card_summary.read_run_scores(run)
+
+
+def test_a_group_of_runs_of_different_configs_is_refused(tmp_path):
+    """A group is one model's seeds: its mean ± std over two models would mean nothing."""
+    def run_of(name, **changes):
+        run = write_run(tmp_path / name, mig=0.1, dci=0.2)
+        write_config(run, tiny_config(**changes))
+        return run
+
+    seed_0 = run_of("seed_0")
+    seed_1 = run_of("seed_1", **{"seed": 1, "mcqvae.train.steps_per_call": 3,
+                                 "ct.mcqvae_workdir": "/its/own/stage_one"})
+    card_summary.check_one_config("CT-VAE", [seed_0, seed_1, tmp_path / "identity_card.json"])
+    other = run_of("other", **{"seed": 2, "mcqvae.model.commitment_cost": 0.5})
+    with pytest.raises(ValueError) as refused:
+        card_summary.check_one_config("CT-VAE", [seed_0, seed_1, other])
+    assert str(refused.value) == (
+        f"group 'CT-VAE' mixes configs: mcqvae.model.commitment_cost is 0.25 in {seed_0}, "
+        f"0.5 in {other}; give each config its own --group")

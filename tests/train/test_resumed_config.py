@@ -27,29 +27,17 @@ def workdir_with_run(tmp_path, checkpoints: dict, scored: dict | None = None):
     return tmp_path
 
 
-def changed(**overrides):
-    """The tiny config with `overrides` ({"mcqvae.optim.learning_rate": 1.0, ...})."""
-    config = tiny_config()
-    for path, value in overrides.items():
-        *sections, field = path.split(".")
-        node = config
-        for section in sections:
-            node = node[section]
-        node[field] = value
-    return config
-
-
 def test_a_workdir_without_a_run_or_with_nothing_trained_takes_any_config(tmp_path):
-    check_same_run(changed(seed=5), tmp_path, STAGE_NAMES)  # no config.json
+    check_same_run(tiny_config(seed=5), tmp_path, STAGE_NAMES)  # no config.json
     write_config(tmp_path, tiny_config())
-    check_same_run(changed(**{"seed": 5, "mcqvae.optim.learning_rate": 1.0}), tmp_path,
+    check_same_run(tiny_config(**{"seed": 5, "mcqvae.optim.learning_rate": 1.0}), tmp_path,
                    STAGE_NAMES)
 
 
 def test_a_started_stage_refuses_what_it_trains_with_and_names_the_fix(tmp_path):
     workdir = workdir_with_run(tmp_path, {"mcqvae": [3]})
     with pytest.raises(ChangedRunError) as refused:
-        check_same_run(changed(**{"mcqvae.optim.learning_rate": 0.5}), workdir, STAGE_NAMES)
+        check_same_run(tiny_config(**{"mcqvae.optim.learning_rate": 0.5}), workdir, STAGE_NAMES)
     old = tiny_config().mcqvae.optim.learning_rate
     assert str(refused.value) == (
         f"{workdir} holds a run of another config: mcqvae.optim.learning_rate is {old!r} "
@@ -57,12 +45,12 @@ def test_a_started_stage_refuses_what_it_trains_with_and_names_the_fix(tmp_path)
         f"or train this config in a new --workdir")
     for field, value in (("seed", 1), ("data.split_seed", 9), ("data.name", "dsprites_synth")):
         with pytest.raises(ChangedRunError, match=rf"{field} is .* there, .* here"):
-            check_same_run(changed(**{field: value}), workdir, STAGE_NAMES)
+            check_same_run(tiny_config(**{field: value}), workdir, STAGE_NAMES)
 
 
 def test_how_it_runs_how_long_and_how_it_is_scored_may_change_before_its_scores(tmp_path):
     workdir = workdir_with_run(tmp_path, {"mcqvae": [3]})
-    check_same_run(changed(**{
+    check_same_run(tiny_config(**{
         "stages": ("mcqvae",), "data.data_dir": "/elsewhere",
         "mcqvae.train.steps_per_call": 3, "mcqvae.train.log_every_steps": 7,
         "mcqvae.train.checkpoint_every_steps": 9, "mcqvae.train.num_steps": 60,
@@ -77,8 +65,8 @@ def test_a_scored_stage_takes_new_scoring_settings_only_with_a_new_length(tmp_pa
                                {"mcqvae": config.mcqvae.train.num_steps})
     with pytest.raises(ChangedRunError, match=r"mcqvae.train.num_eval_images is \d+ there, 5 "
                                               r"here"):
-        check_same_run(changed(**{"mcqvae.train.num_eval_images": 5}), workdir, STAGE_NAMES)
-    check_same_run(changed(**{"mcqvae.train.num_eval_images": 5,  # trained on, scored again
+        check_same_run(tiny_config(**{"mcqvae.train.num_eval_images": 5}), workdir, STAGE_NAMES)
+    check_same_run(tiny_config(**{"mcqvae.train.num_eval_images": 5,  # trained on, scored again
                               "mcqvae.train.num_steps": 2 * config.mcqvae.train.num_steps}),
                    workdir, STAGE_NAMES)
 
@@ -86,7 +74,7 @@ def test_a_scored_stage_takes_new_scoring_settings_only_with_a_new_length(tmp_pa
 def test_many_differences_are_counted_past_the_first_four(tmp_path):
     workdir = workdir_with_run(tmp_path, {"mcqvae": [3]})
     with pytest.raises(ChangedRunError, match=r"\(and 2 more\)\. Resume it"):
-        check_same_run(changed(**{"seed": 1, "data.split_seed": 2,
+        check_same_run(tiny_config(**{"seed": 1, "data.split_seed": 2,
                                   "mcqvae.optim.learning_rate": 0.5,
                                   "mcqvae.optim.batch_size": 3, "mcqvae.model.commitment_cost": 0.5,
                                   "mcqvae.model.num_codes": 7}), workdir, STAGE_NAMES)
@@ -97,7 +85,7 @@ def test_stage_one_trains_on_only_while_stage_two_has_not_begun(tmp_path):
     longer = {"mcqvae.train.num_steps": 2 * config.mcqvae.train.num_steps}
     workdir = workdir_with_run(tmp_path, {"mcqvae": [config.mcqvae.train.num_steps]},
                                {"mcqvae": config.mcqvae.train.num_steps})
-    check_same_run(changed(**longer), workdir, STAGE_NAMES)
+    check_same_run(tiny_config(**longer), workdir, STAGE_NAMES)
     (workdir / "checkpoints" / "ct" / "2").mkdir(parents=True)  # stage 2 read its codes
     with pytest.raises(ChangedRunError, match=r"mcqvae.train.num_steps is \d+ there, \d+ here"):
-        check_same_run(changed(**longer), workdir, STAGE_NAMES)
+        check_same_run(tiny_config(**longer), workdir, STAGE_NAMES)

@@ -20,12 +20,13 @@ EXECUTION_FIELDS = frozenset({
         "min_seconds_between_checkpoints", "prefetch_batches", "steps_per_call",
         "unroll_call")),
 })
-# How long a stage trains, and how it is scored.
+# How long a stage trains, and how it is scored (the learning curve's sizes apart:
+# its points are only comparable at one size).
 LENGTH_FIELDS = frozenset({"train.num_steps", "train.num_epochs"})
+CURVE_SIZE_FIELDS = frozenset({"train.num_curve_images", "train.num_curve_pairs"})
 SCORING_FIELDS = frozenset(f"train.{name}" for name in (
     "compare_workdirs", "eval_every_steps", "figure_values", "graph_threshold", "headline",
-    "num_counterfactual_images", "num_curve_images", "num_curve_pairs", "num_eval_draws",
-    "num_eval_images", "num_eval_pairs"))
+    "num_counterfactual_images", "num_eval_draws", "num_eval_images", "num_eval_pairs"))
 
 
 def section_and_field(path: str) -> tuple[str, str]:

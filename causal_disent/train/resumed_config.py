@@ -7,7 +7,8 @@ relabel the run: a finished β-VAE of β = 4 rerun with β = 7 was skipped as fi
 and its config.json then said β = 7; an unfinished one went on training with the new
 β. Now a started stage (one with checkpoints or results) may differ from the saved
 config only in how the run executes, in how long it trains (until a later stage that
-reads its parameters has begun) and, until it has been scored, in how it is scored;
+reads its parameters has begun) and, until it has been scored, in how it is scored
+(the learning curve's sizes only until its first point);
 anything else (the data, the seed, a started stage's model, objective or optimiser)
 is refused before anything compiles, naming the fields and the fix. Which field
 changes what: runs/config_fields.py.
@@ -19,7 +20,7 @@ import ml_collections
 
 from causal_disent.runs import checkpoint_paths, config_fields
 from causal_disent.runs.config_file import RunConfigError, read_config
-from causal_disent.runs.results import read_results
+from causal_disent.runs.results import curve_path, read_results
 
 
 class ChangedRunError(ValueError):
@@ -43,7 +44,7 @@ def check_same_run(config: ml_collections.ConfigDict, workdir: Path,
     if not started:
         return  # nothing trained yet: the new config simply replaces the old one
     refused = [(path, old, new) for path, old, new in config_fields.differences(saved, config)
-               if not _allowed(path, stage_names, started, saved, config, results)]
+               if not _allowed(path, workdir, stage_names, started, saved, config, results)]
     if not refused:
         return
     raise ChangedRunError(
@@ -53,7 +54,8 @@ def check_same_run(config: ml_collections.ConfigDict, workdir: Path,
         f"--workdir")
 
 
-def _allowed(path: str, stage_names, started: set, saved, config, results: dict) -> bool:
+def _allowed(path: str, workdir: Path, stage_names, started: set, saved, config,
+             results: dict) -> bool:
     section, field = config_fields.section_and_field(path)
     if config_fields.only_execution(path):
         return True
@@ -65,6 +67,8 @@ def _allowed(path: str, stage_names, started: set, saved, config, results: dict)
         order = tuple(saved.stages)
         later = order[order.index(section) + 1:] if section in order else ()
         return not started.intersection(later)
+    if section in stage_names and field in config_fields.CURVE_SIZE_FIELDS:
+        return not curve_path(workdir, section).exists()  # no point of the old size yet
     if section in stage_names and field in config_fields.SCORING_FIELDS:
         # Free until the stage is scored; then only with a new length, which trains it
         # on and scores it again.

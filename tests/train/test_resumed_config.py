@@ -89,3 +89,13 @@ def test_stage_one_trains_on_only_while_stage_two_has_not_begun(tmp_path):
     (workdir / "checkpoints" / "ct" / "2").mkdir(parents=True)  # stage 2 read its codes
     with pytest.raises(ChangedRunError, match=r"mcqvae.train.num_steps is \d+ there, \d+ here"):
         check_same_run(tiny_config(**longer), workdir, STAGE_NAMES)
+
+
+def test_the_learning_curves_size_changes_only_before_its_first_point(tmp_path):
+    workdir = workdir_with_run(tmp_path, {"mcqvae": [3]})
+    larger = tiny_config(**{"mcqvae.train.num_curve_images": 99})
+    check_same_run(larger, workdir, STAGE_NAMES)
+    (workdir / "curves").mkdir()
+    (workdir / "curves" / "mcqvae.jsonl").write_text('{"step": 3, "test_psnr": 10.0}\n')
+    with pytest.raises(ChangedRunError, match=r"mcqvae.train.num_curve_images is \d+ there, 99"):
+        check_same_run(larger, workdir, STAGE_NAMES)

@@ -92,9 +92,10 @@ def expand_runs(path: str | Path) -> list[Path]:
 
 
 # What the runs of one group may differ in besides how they executed: a group is one
-# model's seeds (a many-seed run's seed workdirs say num_seeds 1), and each seed's
-# stage 2 may read a stage 1 of its own.
-MAY_DIFFER_IN_A_GROUP = frozenset({"seed", "num_seeds", "ct.mcqvae_workdir"})
+# model's seeds (a many-seed run's seed workdirs say num_seeds 1), and each seed may
+# point to other runs of its own (CT-VAE's stage 1, CausalVAE's compared runs).
+MAY_DIFFER_IN_A_GROUP = frozenset({"seed", "num_seeds", "ct.mcqvae_workdir",
+                                   "causalvae.train.compare_workdirs"})
 
 
 def check_one_config(label: str, runs: Sequence[Path]) -> None:

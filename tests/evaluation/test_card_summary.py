@@ -210,3 +210,16 @@ def test_a_group_of_runs_of_different_configs_is_refused(tmp_path):
     assert str(refused.value) == (
         f"group 'CT-VAE' mixes configs: mcqvae.model.commitment_cost is 0.25 in {seed_0}, "
         f"0.5 in {other}; give each config its own --group")
+
+
+def test_causalvae_seeds_may_compare_with_runs_of_their_own(tmp_path):
+    from configs import causalvae_pendulum
+
+    runs = []
+    for seed in (0, 1):
+        config = causalvae_pendulum.get_config("tiny")
+        config.seed = seed
+        config.causalvae.train.compare_workdirs = (f"/runs/condition_vae_{seed}",)
+        runs.append(write_run(tmp_path / f"seed_{seed}", mig=0.1, dci=0.2))
+        write_config(runs[-1], config)
+    card_summary.check_one_config("CausalVAE", runs)

@@ -104,8 +104,10 @@ def check_one_config(label: str, runs: Sequence[Path]) -> None:
     they executed: a mean ± std over them would mix models."""
     configs = [(run, read_config(run)) for run in runs
                if run.is_dir() and (run / "config.json").is_file()]
+    if not configs:
+        return
+    first, first_config = configs[0]
     for run, config in configs[1:]:
-        first, first_config = configs[0]
         found = [difference for difference in config_fields.differences(first_config, config)
                  if difference[0] not in MAY_DIFFER_IN_A_GROUP
                  and not config_fields.only_execution(difference[0])]

@@ -65,9 +65,9 @@ def check(workdir: Path, stage1_workdir: Path, stage1_params) -> None:
         raise CheckpointError(f"{path} cannot be read ({type(error).__name__}: {error}); "
                               f"it says which stage 1 stage 2 was trained on: restore it, or "
                               f"train stage 2 again in a new --workdir") from error
-    now = identity(stage1_workdir, stage1_params)
-    if now["params_hash"] == recorded_hash:
+    if params_hash(stage1_params) == recorded_hash:
         return
+    now = identity(stage1_workdir, stage1_params)
     raise CheckpointError(
         f"stage 2 in {workdir} was trained on the stage 1 of {recorded.get('workdir')} at "
         f"step {recorded.get('step')} (parameters {recorded_hash}), but that stage 1 is now "

@@ -77,6 +77,6 @@ def _allowed(path: str, workdir: Path, stage_names, started: set, saved, config,
 
 
 def _new_length(stage: str, saved, config) -> bool:
-    return any(saved[stage].train.get(name) != config[stage].train.get(name)
-               for name in ("num_steps", "num_epochs"))
+    names = [field.removeprefix("train.") for field in config_fields.LENGTH_FIELDS]
+    return any(saved[stage].train.get(name) != config[stage].train.get(name) for name in names)
 

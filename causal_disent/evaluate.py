@@ -54,8 +54,9 @@ _UNFINISHED = flags.DEFINE_bool(
     "from its latest checkpoints; the card records their steps and `finished: false`.")
 _OUTPUT = flags.DEFINE(
     cli.PathParser(), "output", None,
-    "Card path. Default: WORKDIR/metrics_card.json, or metrics_card_<model>_<dataset>.json "
-    "when there is no workdir.")
+    "Card path. Default: WORKDIR/metrics_card.json for a trained run; "
+    "metrics_card_<model>_<dataset>.json here for identity and random (never a run's "
+    "card: summarize would read it as the run's scores).")
 
 
 def main(argv) -> None:
@@ -78,6 +79,7 @@ def main(argv) -> None:
     try:  # RecordError and CacheFolderError are ValueErrors
         compilation_cache.enable(_COMPILATION_CACHE.value)
         recorder = records.Recorder("-m causal_disent.evaluate", _RECORD.value)
+        check_output()
         card, output = build_card()
     except (ValueError, CheckpointError) as error:  # bad flags, unusable runs: say why
         sys.exit(f"error: {error}")
@@ -114,6 +116,7 @@ def build_card() -> tuple[dict, Path]:
     from causal_disent.data import registry
     from causal_disent.evaluation import card as cards
     from causal_disent.evaluation import representations, trained_runs
+    from causal_disent.evaluation.card_summary import CARD_FILE
     from causal_disent.train import stages
 
     names = cards.parse_metric_names(_METRICS.value)
@@ -171,9 +174,34 @@ def build_card() -> tuple[dict, Path]:
     if _MODEL.value == "trained":
         result["causal"] = cards.to_json(run.causal_scores())
     output = Path(_OUTPUT.value) if _OUTPUT.value else (
-        workdir / "metrics_card.json" if workdir is not None
+        workdir / CARD_FILE if _MODEL.value == "trained"
         else Path(f"metrics_card_{_MODEL.value}_{dataset.name}.json"))
     return result, output
+
+
+def check_output() -> None:
+    """ValueError, before any scoring, for an --output that would pass as the card of a
+    run it does not score: summarize reads a run folder's metrics_card.json as that
+    run's scores (an identity card written there had shown the factors' MIG as the
+    trained model's)."""
+    from causal_disent.evaluation.card_summary import CARD_FILE
+
+    if not _OUTPUT.value:
+        return
+    output = Path(_OUTPUT.value).absolute()
+    run = output.parent
+    if output.name != CARD_FILE or not (run / "config.json").is_file():
+        return
+    if _MODEL.value == "trained":
+        workdir = Path(_WORKDIR.value).absolute() if _WORKDIR.value else None
+        if workdir is None or workdir.resolve() == run.resolve():
+            return  # its own card (or no run at all: build_card says so)
+        scored = f"the run in {workdir}"
+    else:
+        scored = f"--model={_MODEL.value}"
+    raise ValueError(f"--output={_OUTPUT.value} would stand as the card of the run in {run} "
+                     f"(summarize reads its {CARD_FILE} as that run's scores), but this card "
+                     f"scores {scored}; pass another --output")
 
 
 def choose_representations(available: dict, argument: str) -> list:

@@ -208,6 +208,11 @@ CASES = [
     ("scoring an unfinished run", "causal_disent.evaluate", ["--workdir={run}"],
      r"stage 'mcqvae' in .*run has not finished training \(it has no checkpoint\); finish "
      r"it first .*, or pass --unfinished to score its latest checkpoints$"),
+    ("writing the factors' card as a run's", "causal_disent.evaluate",
+     ["--model=identity", "--dataset=dsprites_synth", "--output={run}/metrics_card.json"],
+     r"--output=.*run/metrics_card.json would stand as the card of the run in .*run "
+     r"\(summarize reads its metrics_card.json as that run's scores\), but this card "
+     r"scores --model=identity; pass another --output$"),
     ("redrawing with a config", MAIN, [CT, "--workdir={run}", "--mode=figures"],
      r"--mode=figures uses the run's own config .*; drop --config"),
     ("resuming a run with another seed", MAIN, [CT, "--workdir={started}", "--config.seed=3"],

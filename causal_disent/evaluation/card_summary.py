@@ -127,7 +127,8 @@ def read_run_scores(run: Path, representation: str | None = None) -> dict[str, f
     card_path = run if run.is_file() else run / CARD_FILE
     results_path = run / RESULTS_FILE if run.is_dir() else None
     has_results = results_path is not None and results_path.is_file()
-    scores = card_scores(card_path, representation) if card_path.is_file() else {}
+    scores = (card_scores(card_path, representation, run if run.is_dir() else None)
+              if card_path.is_file() else {})
     if has_results:
         results = json_values.read_json(results_path)
         if not isinstance(results, dict):
@@ -164,14 +165,18 @@ def _nested(mapping: dict, dotted: str):
     return mapping
 
 
-def card_scores(card_path: Path, representation: str | None) -> dict[str, float]:
+def card_scores(card_path: Path, representation: str | None,
+                run: Path | None = None) -> dict[str, float]:
     """{"<metric>.<score>": value} of the card's headline scores of `representation`
-    (the card's first when None)."""
+    (the card's first when None). `run`: the workdir the card stands for (its
+    metrics_card.json), checked to be the run the card scored."""
     card = json_values.read_json(card_path)
     if not isinstance(card, dict) or not isinstance(card.get("representations"), dict):
         raise ValueError(f"{card_path} is not a metric card (it has no \"representations\"); "
                          f"write one with python -m causal_disent.evaluate")
-    _check_scores_the_trained_run(card, card_path)
+    if run is not None:
+        _check_card_of(run, card, card_path)
+    _check_scores_the_trained_run(card, card_path, run)
     cards = card["representations"]
     name = representation or next(iter(cards))
     if name not in cards:
@@ -180,15 +185,39 @@ def card_scores(card_path: Path, representation: str | None) -> dict[str, float]
     return headline_scores(cards[name])
 
 
-def _check_scores_the_trained_run(card: dict, card_path: Path) -> None:
+def _check_card_of(run: Path, card: dict, card_path: Path) -> None:
+    """ValueError when the card in `run` scored something else: the identity or random
+    representation, or another run (written there with evaluate --output). A card
+    whose run has moved, or whose run is a copy of this one (the same config), is
+    this run's."""
+    rescore = f"score it with `python -m causal_disent.evaluate --workdir={run}`"
+    model = card.get("model", "trained")
+    if model != "trained":
+        raise ValueError(f"{card_path} scores --model={model} on {card.get('dataset')}, not "
+                         f"the run in {run}; {rescore}, and give the {model} card to --group "
+                         f"as a file of its own")
+    scored = Path(card["workdir"]) if card.get("workdir") else None
+    if (scored is None or not (scored / "config.json").is_file()
+            or scored.resolve() == run.resolve() or not (run / "config.json").is_file()):
+        return
+    found = [difference for difference in
+             config_fields.differences(read_config(scored), read_config(run))
+             if not config_fields.only_execution(difference[0])]
+    if found:
+        raise ValueError(f"{card_path} scores the run in {scored}, not the one in {run} "
+                         f"({config_fields.describe(found, 'there', 'here')}); {rescore}")
+
+
+def _check_scores_the_trained_run(card: dict, card_path: Path, run: Path | None) -> None:
     """ValueError for a card of an unfinished run (`evaluate --unfinished`), or one
-    its workdir has since trained past: its scores are not the run's."""
+    whose run (`run`, else the card's workdir) has since trained past: its scores are
+    not the run's."""
     scored_at = card.get("checkpoint_steps") or {}
     if card.get("finished") is False:
         raise ValueError(f"{card_path} scores an unfinished run (its checkpoints at "
                          f"{_steps(scored_at)}); finish the run and score it again, or "
                          f"leave it out")
-    workdir = card.get("workdir")
+    workdir = run if run is not None else card.get("workdir")
     if not workdir or not Path(workdir).is_dir():
         return  # a card moved away from its run: nothing to compare with
     now = {stage: checkpoint_paths.latest_saved_step(workdir, stage) for stage in scored_at}

@@ -137,13 +137,21 @@ def run_evaluate(*args, cwd):
 
 
 def test_command_line_writes_and_prints_the_card(tmp_path):
-    result = run_evaluate("--model=identity", "--dataset=pendulum", "--metrics=mig,betavae",
+    """The identity card of a run's dataset (--workdir names it) is written here, never
+    as the run's own metrics_card.json, which would pass for the trained model's."""
+    from configs import causalvae_pendulum
+    from causal_disent.runs.config_file import write_config
+
+    (tmp_path / "run").mkdir()
+    write_config(tmp_path / "run", causalvae_pendulum.get_config("tiny"))
+    result = run_evaluate("--model=identity", "--workdir=run", "--metrics=mig,betavae",
                           "--num_samples=200", "--record=results/identity.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     saved = json.loads((tmp_path / "metrics_card_identity_pendulum.json").read_text())
+    assert not (tmp_path / "run" / "metrics_card.json").exists()
     record = json.loads((tmp_path / "results" / "identity.json").read_text())
     assert record["figures"] == saved and record["command"].endswith(
-        "-m causal_disent.evaluate --model=identity --dataset=pendulum --metrics=mig,betavae "
+        "-m causal_disent.evaluate --model=identity --workdir=run --metrics=mig,betavae "
         "--num_samples=200 --record=results/identity.json")
     metrics = saved["representations"]["identity"]["metrics"]
     assert set(metrics) == {"mig", "betavae"}

@@ -223,3 +223,36 @@ def test_causalvae_seeds_may_compare_with_runs_of_their_own(tmp_path):
         runs.append(write_run(tmp_path / f"seed_{seed}", mig=0.1, dci=0.2))
         write_config(runs[-1], config)
     card_summary.check_one_config("CausalVAE", runs)
+
+
+def test_a_card_of_another_run_or_of_the_factors_is_refused(tmp_path):
+    """A run folder's metrics_card.json stands for that run: one written there for the
+    ground-truth factors or for another run (evaluate --output) would show their
+    scores as this run's. A copy of the run (the same config) keeps its card."""
+    import shutil
+
+    def run_of(name, **changes):
+        run = write_run(tmp_path / name, mig=0.1, dci=0.2)
+        write_config(run, tiny_config(**changes))
+        return run
+
+    seed_0, seed_1 = run_of("seed_0"), run_of("seed_1", seed=1)
+    card = json.loads((seed_0 / "metrics_card.json").read_text())
+    (seed_0 / "metrics_card.json").write_text(json.dumps({**card, "workdir": str(seed_0)}))
+    copy = tmp_path / "copy"
+    shutil.copytree(seed_0, copy)
+    assert card_summary.read_run_scores(copy)["mig.discrete_mig"] == 0.1
+
+    shutil.copy(seed_0 / "metrics_card.json", seed_1 / "metrics_card.json")
+    with pytest.raises(ValueError) as refused:
+        card_summary.read_run_scores(seed_1)
+    assert str(refused.value) == (
+        f"{seed_1 / 'metrics_card.json'} scores the run in {seed_0}, not the one in {seed_1} "
+        f"(seed is 0 there, 1 here); score it with `python -m causal_disent.evaluate "
+        f"--workdir={seed_1}`")
+    (seed_1 / "metrics_card.json").write_text(json.dumps(
+        {**card, "model": "identity", "dataset": "dsprites_synth"}))
+    with pytest.raises(ValueError, match=r"scores --model=identity on dsprites_synth, not the "
+                                         r"run in .*seed_1; score it with .*, and give the "
+                                         r"identity card to --group as a file of its own"):
+        card_summary.read_run_scores(seed_1)

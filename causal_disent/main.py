@@ -267,8 +267,9 @@ def _config_and_workdir():
     except RunConfigError as error:
         sys.exit(f"error: {error}")
     if _MODE.value == "train":
-        print(f"resuming {Path(_WORKDIR.value).absolute()} with its own config.json "
-              f"(its commands: command.txt)")
+        commands = Path(_WORKDIR.value) / "command.txt"
+        print(f"resuming {Path(_WORKDIR.value).absolute()} with its own config.json"
+              + (" (its commands: command.txt)" if commands.is_file() else ""))
     config.lock()  # as the command line's: a misspelt field fails
     return config, Path(_WORKDIR.value)
 

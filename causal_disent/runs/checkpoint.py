@@ -47,6 +47,7 @@ import orbax.checkpoint as ocp
 import tensorstore as ts
 from absl import logging
 
+from causal_disent.runs import seeds
 from causal_disent.runs.checkpoint_paths import checkpoint_dir  # the stages import it from here
 from causal_disent.utils import json_values
 
@@ -180,7 +181,12 @@ class StageCheckpoints:
         return None
 
     def _latest_unreadable(self, error: UnreadableCheckpoint) -> CheckpointError:
-        # A stacked run's seed workdirs have no command of their own.
+        stacked = seeds.stacked_run_of(self.workdir)
+        if stacked is not None:  # one model of a many-seed run, exported from its state
+            return CheckpointError(
+                f"{error}. Nothing was changed; {self.workdir} is one model of the "
+                f"many-seed run in {stacked}, whose checkpoints hold it: `python -m "
+                f"causal_disent.main --workdir={stacked} --mode=eval` writes it again")
         where = " (its command.txt has it)" if (self.workdir / "command.txt").exists() else ""
         return CheckpointError(
             f"{error}. Nothing was changed; rerun the run's training command with "

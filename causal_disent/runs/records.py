@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from causal_disent.runs import seeds
 from causal_disent.utils import json_values
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -143,9 +144,8 @@ def workdir_history(workdir: str | Path) -> dict:
     "stacked_run", since one command trained every seed at once."""
     workdir = Path(workdir)
     history: dict = {"workdir": workdir.name}
-    stacked = workdir.parent.parent
-    if (workdir.parent.name == "seeds" and not (workdir / "log.txt").is_file()
-            and (stacked / "log.txt").is_file()):
+    stacked = seeds.stacked_run_of(workdir)
+    if stacked is not None:
         history["stacked_run"] = stacked.name
         workdir = stacked
     provenance = workdir / PROVENANCE_FILE

@@ -2,6 +2,7 @@
 (train/seed_stacking.py): model k has seed config.seed + k and is written as a run of
 its own, with num_seeds = 1, in WORKDIR/seeds/seed_<seed>."""
 
+import json
 from pathlib import Path
 
 import ml_collections
@@ -30,3 +31,21 @@ def seed_config(config: ml_collections.ConfigDict, seed: int) -> ml_collections.
 def seed_workdir(workdir: str | Path, seed: int) -> Path:
     """Where the model of `seed` is written inside the workdir of a many-seed run."""
     return Path(workdir) / SEED_WORKDIR.format(seed=seed)
+
+
+def stacked_run_of(workdir: str | Path) -> Path | None:
+    """The many-seed run that `workdir` is one model of (its WORKDIR/seeds/seed_<seed>,
+    by the run's config.json), or None. Such a folder is written from that run's
+    checkpoints, never trained on its own."""
+    workdir = Path(workdir).absolute()
+    stacked = workdir.parent.parent
+    if workdir.parent.name != Path(SEED_WORKDIR).parent.name:
+        return None
+    try:
+        config = json.loads((stacked / "config.json").read_text())
+        seeds = range(config["seed"], config["seed"] + config.get("num_seeds", 1))
+    except (OSError, ValueError, KeyError, TypeError):  # no run there, or not one of ours
+        return None
+    if len(seeds) > 1 and any(seed_workdir(stacked, seed) == workdir for seed in seeds):
+        return stacked
+    return None

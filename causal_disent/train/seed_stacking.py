@@ -16,6 +16,7 @@ trains num_seeds / devices whole models, so num_seeds must be a multiple of the
 number of devices. Where each model's run is written: runs/seeds.py.
 """
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,10 +24,11 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
 from causal_disent.models.conv import convolutions_as_matmuls
-from causal_disent.runs.checkpoint import StageCheckpoints
+from causal_disent.runs.checkpoint import StageCheckpoints, checkpoint_dir
 from causal_disent.runs.config_file import write_config
 from causal_disent.runs.seeds import num_seeds
 
@@ -165,10 +167,17 @@ def write_seed_run(single_state, config: ml_collections.ConfigDict, stage: str,
     that reads a run (evaluate, figures) reads it as one trained alone. Its results
     are the caller's. The checkpoint is written in the background: the caller closes
     the returned StageCheckpoints, which waits for it, after evaluating the seed
-    (on 2 CPU cores each wait had been 0.2 s of a β-VAE :small seed's end)."""
+    (on 2 CPU cores each wait had been 0.2 s of a β-VAE :small seed's end).
+
+    A checkpoint already there (the run evaluated again, --mode=eval) is replaced
+    whole: it is an export of the stacked state, which may mend one that became
+    unreadable."""
     workdir.mkdir(parents=True, exist_ok=True)
     if jax.process_index() == 0:
         write_config(workdir, config)
+        shutil.rmtree(checkpoint_dir(workdir, stage), ignore_errors=True)
+    if jax.process_count() > 1:  # the others open it once it is gone
+        multihost_utils.sync_global_devices(f"export {workdir}")
     checkpoints = StageCheckpoints(workdir, stage, signature, save_every_steps=1,
                                    max_to_keep=1)
     checkpoints.save(single_state, int(jax.device_get(single_state.step)), force=True)

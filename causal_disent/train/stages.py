@@ -88,6 +88,20 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
     check_workdir_writable(workdir)  # last: it creates the workdir
 
 
+def check_not_a_stacked_seed(workdir: Path) -> None:
+    """InvalidRunError for training in one model's folder of a many-seed run: the run
+    writes it from its own checkpoints, and training it there would leave it
+    disagreeing with the run's results over the seeds (it can be evaluated)."""
+    stacked = seeds.stacked_run_of(workdir)
+    if stacked is not None:
+        seed = workdir.name.removeprefix("seed_")  # stacked_run_of checked the name
+        raise InvalidRunError(
+            f"{workdir} is one model of the many-seed run in {stacked}, which trains it and "
+            f"writes it from its own checkpoints: train or resume that run with "
+            f"--workdir={stacked}, or this seed alone in a new --workdir with "
+            f"--config.seed={seed}")
+
+
 def many_seed_stages() -> list[str]:
     """The stages that can train `num_seeds` > 1 models in one step."""
     return [name for name, (training, _) in STAGES.items()
@@ -209,7 +223,9 @@ def run(
         config = with_absolute_paths(config)
     mesh = make_data_mesh()
     validate(config, workdir, mesh)
-    if mode != "train":
+    if mode == "train":
+        check_not_a_stacked_seed(workdir)
+    else:
         check_finished(config, workdir)
     try:
         with workdir_lock.held(workdir):

@@ -119,11 +119,15 @@ def test_a_workdir_keeps_each_commands_provenance_for_its_records(tmp_path):
 def test_a_stacked_seed_takes_the_history_of_the_run_that_trained_it(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "log.txt").write_text(LOG)
+    (tmp_path / "run" / "config.json").write_text('{"seed": 0, "num_seeds": 2}')
     seed = tmp_path / "run" / "seeds" / "seed_1"
     seed.mkdir(parents=True)
     history = records.workdir_history(seed)
     assert history["workdir"] == "seed_1" and history["stacked_run"] == "run"
     assert history["log_sessions"] == records.log_sessions(LOG)
-    (tmp_path / "alone" / "seeds" / "seed_0").mkdir(parents=True)  # no stacked log
+    (tmp_path / "alone" / "seeds" / "seed_0").mkdir(parents=True)  # no many-seed run above
     assert records.workdir_history(tmp_path / "alone" / "seeds" / "seed_0") == {
         "workdir": "seed_0"}
+    (tmp_path / "run" / "seeds" / "seed_2").mkdir()  # not one of the run's seeds
+    assert records.workdir_history(tmp_path / "run" / "seeds" / "seed_2") == {
+        "workdir": "seed_2"}

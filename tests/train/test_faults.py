@@ -22,7 +22,7 @@ import pytest
 from causal_disent.runs import checkpoint, tensorboard
 from causal_disent.train import finite_guard, interrupts, loop, reporting, stages
 from causal_disent.utils import json_values
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, truncate_data_files
 from tests.train.test_deadline import FakeCheckpoints
 from tests.train.test_training import final_params, tiny_config
 
@@ -318,13 +318,6 @@ def save_steps(workdir, steps, signature=None):
         checkpoints.save({"w": jnp.full(4, float(step))}, step)
     checkpoints.close()
     return checkpoint.checkpoint_dir(workdir, "fake")
-
-
-def truncate_data_files(step_dir):
-    for path in (step_dir / "state").rglob("*"):
-        if path.is_file() and path.parent.name == "d":
-            with path.open("r+b") as f:
-                f.truncate(3)
 
 
 def tree_bytes(directory):

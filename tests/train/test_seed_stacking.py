@@ -223,3 +223,36 @@ def test_closing_the_seeds_checkpoints_waits_for_all_and_raises_the_first_failur
                                  checkpoints(2, KeyError("later")), checkpoints(3)])
     assert raised.value is full and closed == [0, 1, 2, 3]
     seed_stacking.close_all([checkpoints(4)])  # nothing failed: nothing raised
+
+
+def test_a_seeds_folder_is_written_from_the_run_and_never_trained_alone(
+        stacked_and_single_runs, tmp_path):
+    """A model's folder is an export of the stacked run: training there would leave it
+    disagreeing with the run's results over the seeds, so it is refused; an unreadable
+    checkpoint of it is written again by evaluating the run again, as its error says."""
+    import shutil
+
+    from causal_disent.runs.checkpoint import CheckpointError
+    from tests.helpers import truncate_data_files
+
+    workdir = tmp_path / "run"
+    shutil.copytree(stacked_and_single_runs[betavae_dsprites_synth.__name__][0], workdir)
+    seed = seeds_format.seed_workdir(workdir, 4)
+    assert seeds_format.stacked_run_of(seed) == workdir
+    with pytest.raises(stages.InvalidRunError) as refused:
+        stages.run(read_config(seed), seed)
+    assert str(refused.value) == (
+        f"{seed} is one model of the many-seed run in {workdir}, which trains it and writes "
+        f"it from its own checkpoints: train or resume that run with --workdir={workdir}, "
+        f"or this seed alone in a new --workdir with --config.seed=4")
+
+    trained = trained_params(seed)
+    [step] = [path for path in (seed / "checkpoints" / "vae").iterdir()]
+    truncate_data_files(step)
+    with pytest.raises(CheckpointError, match=(
+            rf"cannot be read .*Nothing was changed; {seed} is one model of the many-seed "
+            rf"run in {workdir}, whose checkpoints hold it: `python -m causal_disent.main "
+            rf"--workdir={workdir} --mode=eval` writes it again$")):
+        trained_params(seed)
+    stages.run(read_config(workdir), workdir, mode="eval")
+    jax.tree.map(np.testing.assert_array_equal, trained_params(seed), trained)

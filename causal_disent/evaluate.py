@@ -38,7 +38,8 @@ _METRICS = flags.DEFINE_string("metrics", "all", "'all' or a comma-separated lis
 _REPRESENTATION = flags.DEFINE_string(
     "representation", "default", "A trained run's representation: default, a name, or all.")
 _NUM_SAMPLES = flags.DEFINE_integer("num_samples", 10_000, "Training points per metric.")
-_SEED = flags.DEFINE_integer("seed", 0, "Seed of every metric's sampling and classifiers.")
+_SEED = flags.DEFINE_integer("seed", 0, "Seed of every metric's sampling and classifiers.",
+                             lower_bound=0)
 _RECORD = flags.DEFINE_string(
     "record", None,
     "Also write a record (results/<name>.json, causal_disent/runs/records.py): this "

@@ -195,6 +195,8 @@ CASES = [
      r"workdir .*a_file/run is not writable"),
     ("evaluating an empty workdir", "causal_disent.evaluate", ["--workdir={tmp}"],
      r"config.json not found: pass the --workdir of a run of causal_disent.main"),
+    ("scoring with a negative seed", "causal_disent.evaluate", ["--workdir={tmp}", "--seed=-1"],
+     r"flag --seed=-1: -1 is not a non-negative integer"),
     ("evaluating with a stray argument", "causal_disent.evaluate", ["--workdir={tmp}", "x"],
      r"unexpected arguments: x"),
     ("evaluating with a file as compilation cache", "causal_disent.evaluate",

@@ -1,0 +1,79 @@
+"""A compiled call's memory against what the host has left, before it first runs.
+
+On a GPU or TPU, XLA knows the device's memory and fails an allocation that does not
+fit with RESOURCE_EXHAUSTED, which train/out_of_memory.py turns into one line. On a
+CPU the device memory is the host's, and Linux grants every allocation until the
+kernel kills the process: a β-VAE :tiny run with `vae.optim.batch_size=100000` was
+killed ("Killed", status 137) on a 24 GiB machine while its first step ran, with
+nothing said. XLA plans every buffer of a program when it compiles it
+(`memory_analysis()`), so the need is known before the call: a call that needs more
+than the host has available raises MemoryError instead, which the stage reports as
+running out of the host's memory, naming the fields to lower.
+"""
+
+from pathlib import Path
+
+import jax
+from absl import logging
+
+from causal_disent.utils import console
+
+_GIB = 2**30
+_TIGHT = 0.75  # of the available memory: above it, the console says so
+# Where Linux says what is left: the whole host, and a container's memory cgroup
+# (v2, then v1: a limit of about 2**63 means none).
+_MEMINFO = Path("/proc/meminfo")
+_CGROUP_LIMITS = ((Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current")),
+                  (Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+                   Path("/sys/fs/cgroup/memory/memory.usage_in_bytes")))
+
+
+def available_bytes() -> int | None:
+    """The bytes this process can still allocate without the kernel reclaiming them by
+    killing it: MemAvailable, or less under a container's limit; None where Linux's
+    files are not there (macOS)."""
+    found = []
+    try:
+        for line in _MEMINFO.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit_file, usage_file in _CGROUP_LIMITS:
+        try:
+            limit = int(limit_file.read_text().strip())  # "max" (no limit) is a ValueError
+            found.append(limit - int(usage_file.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+        break
+    return min(found) if found else None
+
+
+def new_bytes(executable) -> int | None:
+    """The bytes a call of the compiled `executable` allocates beyond its inputs: its
+    temporaries and the outputs not written over donated inputs (None if XLA gives no
+    plan)."""
+    stats = executable.memory_analysis()
+    if stats is None:
+        return None
+    return stats.temp_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
+
+
+def check_fits(executable, what: str, stage: str) -> None:
+    """MemoryError when `what` (a compiled call of `stage` on CPU devices) would
+    allocate more than the host has available, and a console note when it would leave
+    under a quarter of it (the input pipeline allocates its batches beside it: 16.8 of
+    22 GiB was killed); nothing on other platforms, which report it themselves."""
+    if jax.devices()[0].platform != "cpu":
+        return
+    needed, available = new_bytes(executable), available_bytes()
+    if needed is None or available is None:
+        return
+    planned = (f"{what} needs {needed / _GIB:.1f} GiB beyond its inputs, by XLA's plan of "
+               f"it, and the host has {available / _GIB:.1f} GiB available")
+    logging.info("[%s] %s", stage, planned)  # log.txt: what a killed run had been told
+    if needed > available:
+        raise MemoryError(planned)
+    if needed > _TIGHT * available:
+        console.say(f"[{stage}] note: {planned}; if the system kills the run (status 137, "
+                    f"\"Killed\"), lower {stage}.optim.batch_size")

@@ -1,0 +1,86 @@
+"""A training call's memory against the host's (train/host_memory.py): what Linux
+says is left, what XLA plans for a compiled call, and the runner refusing a call that
+cannot fit before it runs (on a CPU the kernel would kill the process instead)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from causal_disent.train import host_memory, runner
+from causal_disent.utils.sharding import make_data_mesh
+
+GIB = 2**30
+
+
+def test_available_memory_is_the_least_of_the_host_and_its_container(monkeypatch, tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       25000000 kB\nMemAvailable:   20971520 kB\n")
+    limit, usage = tmp_path / "memory.max", tmp_path / "memory.current"
+    monkeypatch.setattr(host_memory, "_MEMINFO", meminfo)
+    monkeypatch.setattr(host_memory, "_CGROUP_LIMITS", ((limit, usage),))
+    assert host_memory.available_bytes() == 20 * GIB  # no cgroup files
+    limit.write_text("max\n")
+    usage.write_text(f"{GIB}\n")
+    assert host_memory.available_bytes() == 20 * GIB  # no limit
+    limit.write_text(f"{8 * GIB}\n")
+    assert host_memory.available_bytes() == 7 * GIB
+    meminfo.unlink()
+    assert host_memory.available_bytes() == 7 * GIB
+    limit.unlink()
+    assert host_memory.available_bytes() is None  # not Linux: nothing to say
+
+
+def test_a_calls_new_memory_is_its_outputs_and_temporaries_less_donated_inputs():
+    vector = jnp.ones((1000,), jnp.float32)
+    outer = jax.jit(jnp.outer).trace(vector, vector).lower().compile()
+    assert host_memory.new_bytes(outer) >= 1000 * 1000 * 4
+    square = jnp.ones((1000, 1000), jnp.float32)
+    doubled = jax.jit(lambda x: x * 2, donate_argnums=0).trace(square).lower().compile()
+    assert host_memory.new_bytes(doubled) < 1000 * 1000 * 4  # written over its input
+
+
+def compiled_outer():
+    vector = jnp.ones((1000,), jnp.float32)
+    return jax.jit(jnp.outer).trace(vector, vector).lower().compile()
+
+
+def test_a_call_that_cannot_fit_is_refused_and_a_tight_one_noted(monkeypatch, capsys):
+    needed = host_memory.new_bytes(compiled_outer())
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: needed - 1)
+    with pytest.raises(MemoryError, match=r"^the step needs 0.0 GiB beyond its inputs, by "
+                                          r"XLA's plan of it, and the host has 0.0 GiB "
+                                          r"available$"):
+        host_memory.check_fits(compiled_outer(), "the step", "vae")
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: needed + 1)
+    host_memory.check_fits(compiled_outer(), "the step", "vae")
+    assert ("[vae] note: the step needs 0.0 GiB beyond its inputs" in capsys.readouterr().out)
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 10 * needed)
+    host_memory.check_fits(compiled_outer(), "the step", "vae")
+    assert "note" not in capsys.readouterr().out
+
+
+def test_the_runner_refuses_a_step_the_host_cannot_hold_before_running_it(monkeypatch):
+    """The step is compiled ahead of its first call and checked; the calls then run
+    that executable, with the values of the plain jitted step."""
+    mesh = make_data_mesh()
+
+    def step(state, batch, rng):
+        del rng
+        new = state + jnp.outer(batch["x"], batch["x"]).sum()
+        return new, {"loss": new}
+
+    training = runner.Training(steps={"step": step}, batches=[], rng=jax.random.key(0))
+    batch = {"x": np.arange(8 * mesh.size, dtype=np.float32)}
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 0)
+    step_fn, _ = runner.compiled_step_fn(training, mesh, "toy")
+    with pytest.raises(MemoryError, match="the training step needs"):
+        step_fn(jnp.zeros(()), batch, 0)
+
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 2**50)
+    step_fn, _ = runner.compiled_step_fn(training, mesh, "toy")
+    state = jnp.zeros(())
+    for call in range(2):
+        state, metrics = step_fn(state, batch, call)
+    expected = 2 * np.outer(batch["x"], batch["x"]).sum()
+    assert float(state) == float(metrics["loss"]) == expected

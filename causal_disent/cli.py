@@ -236,6 +236,8 @@ def explain(error: Exception, argv: Sequence[str]) -> str:
             match = _OVERRIDE.match(argument)
             if match and (problem := unknown_field(config, match.group(1))):
                 return problem
+    elif problem := _override_without_config(argv):
+        return problem
     text = str(error)
     if ("Error whilst parsing config file" in text or "Failed loading config" in text
             or _NO_GET_CONFIG in text):
@@ -288,6 +290,19 @@ def _leaf_paths(node, prefix: str = ""):
         yield path
         if isinstance(value, (ml_collections.ConfigDict, dict)):
             yield from _leaf_paths(value, path + ".")
+
+
+def _override_without_config(argv: Sequence[str]) -> str | None:
+    """The line for `--config.FIELD=V` given with no `--config=FILE.py` (absl calls it an
+    unknown flag): typed to change a run resumed with `--workdir=W` alone."""
+    overrides = [argument for argument in argv if _OVERRIDE.match(argument)]
+    if (not overrides or CONFIG_FLAG not in flags.FLAGS
+            or any(argument.startswith(f"--{CONFIG_FLAG}=") for argument in argv)):
+        return None
+    return (f"{overrides[0]} changes a field of the config that --{CONFIG_FLAG}=FILE.py "
+            f"loads, and there is no --{CONFIG_FLAG}; add the run's config file "
+            f"(--{CONFIG_FLAG}=configs/<name>.py[:variant], as the run's command.txt has it). "
+            f"--workdir=W alone resumes the run in W with its own config.json, unchanged")
 
 
 def _config_if_loaded():

@@ -18,7 +18,10 @@ its descendants follow (Yang et al., "CausalVAE", CVPR 2021, §3.2).
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +41,9 @@ _CONCEPT = flags.DEFINE_string("concept", None, "CausalVAE: a concept's name or 
 _VALUES = flags.DEFINE_list(
     "values", None, "CausalVAE: values in the concept's label units (default: five "
     "spanning the training labels).")
-_OUT = flags.DEFINE(cli.PathParser(), "out", None, "The PNG to write.")
+_OUT = flags.DEFINE(cli.PathParser(), "out", None,
+                    "The PNG to write (default: WORKDIR/interventions/<input>_<what>.png).")
+OUT_FOLDER = "interventions"
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the CT layer's Gumbel samples.")
 
 # Values of a default CausalVAE sweep, spanning the concept's training labels.
@@ -83,6 +88,7 @@ def intervene() -> Path:
     out = _OUT.value
     if out is not None and not out.endswith(".png"):
         raise ValueError(f"--out={out} must name a .png file")
+    check_writable_folder(Path(out).parent if out is not None else workdir / OUT_FOLDER)
     image = input_image(registry.dataset_from_config(config.data))
     progress = stages.training_progress(config, workdir, unfinished=True)
     if progress.get("finished") is False:  # a strip of a model in training is still useful
@@ -207,8 +213,21 @@ def _output_path(workdir: Path, out: str | None, what: str) -> Path:
         return Path(out)
     source = Path(_IMAGE.value).stem if _IMAGE.value else f"index{_INDEX.value}"
     safe = "".join(c if c.isalnum() or c in "+-_" else "_" for c in what)
-    return workdir / "interventions" / f"{source}_{safe}.png"
+    return workdir / OUT_FOLDER / f"{source}_{safe}.png"
 
+
+def check_writable_folder(folder: Path) -> None:
+    """ValueError, before any model is loaded, when the strip could not be written in
+    `folder`: its nearest existing folder must take a file (nothing is left there)."""
+    existing = next(path for path in (folder, *folder.absolute().parents) if path.exists())
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        with tempfile.NamedTemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        raise ValueError(f"{folder} cannot be written ({error.strerror or error}), so no strip "
+                         f"can be: give --out=FILE.png in a folder you can write to") from None
 
 if __name__ == "__main__":
     app.run(main, flags_parser=cli.parse_flags_or_exit)

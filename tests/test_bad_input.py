@@ -215,6 +215,14 @@ CASES = [
      r"--output=.*run/metrics_card.json would stand as the card of the run in .*run "
      r"\(summarize reads its metrics_card.json as that run's scores\), but this card "
      r"scores --model=identity; pass another --output$"),
+    ("a field changed without a config file", MAIN, ["--workdir={run}", "--config.seed=3"],
+     r"--config.seed=3 changes a field of the config that --config=FILE.py loads, and there "
+     r"is no --config; add the run's config file .*--workdir=W alone resumes the run in W "
+     r"with its own config.json, unchanged$"),
+    ("an intervention strip where none can be written", "causal_disent.intervene",
+     ["--workdir={run}", "--action=0", "--index=0", "--out={tmp}/small.png/strips/a.png"],
+     r"small.png/strips cannot be written \(Not a directory\), so no strip can be: give "
+     r"--out=FILE.png in a folder you can write to$"),
     ("redrawing with a config", MAIN, [CT, "--workdir={run}", "--mode=figures"],
      r"--mode=figures uses the run's own config .*; drop --config"),
     ("resuming a run with another seed", MAIN, [CT, "--workdir={started}", "--config.seed=3"],

@@ -49,9 +49,19 @@ def differences(first: ml_collections.ConfigDict, second: ml_collections.ConfigD
 def describe(found: list, first: str, second: str, shown: int = 4) -> str:
     """The first `shown` differences as "path is A <first>, B <second>", the rest
     counted."""
-    named = "; ".join(f"{path} is {old!r} {first}, {new!r} {second}"
+    named = "; ".join(f"{path} is {_shown(old, new)} {first}, {_shown(new, old)} {second}"
                       for path, old, new in found[:shown])
     return named + (f" (and {len(found) - shown} more)" if len(found) > shown else "")
+
+
+def _shown(value, other) -> str:
+    """A field's value as an error shows it: a whole section (one config has it, the
+    other not, e.g. a β-VAE run against a CT-VAE run) by name, not its contents."""
+    if isinstance(value, dict):
+        return "a section"
+    if value is None and isinstance(other, dict):
+        return "absent"
+    return repr(value)
 
 
 def _as_json(config: ml_collections.ConfigDict) -> dict:

@@ -99,3 +99,15 @@ def test_the_learning_curves_size_changes_only_before_its_first_point(tmp_path):
     (workdir / "curves" / "mcqvae.jsonl").write_text('{"step": 3, "test_psnr": 10.0}\n')
     with pytest.raises(ChangedRunError, match=r"mcqvae.train.num_curve_images is \d+ there, 99"):
         check_same_run(larger, workdir, STAGE_NAMES)
+
+
+def test_a_section_one_config_lacks_is_named_not_printed(tmp_path):
+    """A β-VAE config in a CT-VAE run's workdir: the sections are said to be there or
+    absent (their whole contents had filled the line)."""
+    from configs import betavae_dsprites_synth
+
+    workdir = workdir_with_run(tmp_path, {"mcqvae": [2]})
+    with pytest.raises(ChangedRunError) as refused:
+        check_same_run(betavae_dsprites_synth.get_config("tiny"), workdir, STAGE_NAMES)
+    assert "mcqvae is a section there, absent here; " in str(refused.value)
+    assert "{" not in str(refused.value)

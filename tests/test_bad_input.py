@@ -223,6 +223,10 @@ CASES = [
      ["--workdir={run}", "--action=0", "--index=0", "--out={tmp}/small.png/strips/a.png"],
      r"small.png/strips cannot be written \(Not a directory\), so no strip can be: give "
      r"--out=FILE.png in a folder you can write to$"),
+    ("training inside another run", MAIN, [VAE, "--workdir={started}/checkpoints/mine"],
+     r"--workdir=.*started/checkpoints/mine is inside the checkpoints/ folder of the run in "
+     r".*started, whose files it would mix with its own; give the run a folder outside any "
+     r"other run's$"),
     ("redrawing with a config", MAIN, [CT, "--workdir={run}", "--mode=figures"],
      r"--mode=figures uses the run's own config .*; drop --config"),
     ("resuming a run with another seed", MAIN, [CT, "--workdir={started}", "--config.seed=3"],

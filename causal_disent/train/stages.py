@@ -88,10 +88,12 @@ def _validate(config: ml_collections.ConfigDict, workdir: Path, mesh) -> None:
     check_workdir_writable(workdir)  # last: it creates the workdir
 
 
-def check_not_a_stacked_seed(workdir: Path) -> None:
-    """InvalidRunError for training in one model's folder of a many-seed run: the run
-    writes it from its own checkpoints, and training it there would leave it
-    disagreeing with the run's results over the seeds (it can be evaluated)."""
+def check_outside_other_runs(workdir: Path) -> None:
+    """InvalidRunError for training inside another run's folder. One model's folder
+    of a many-seed run is written by that run from its own checkpoints: training it
+    there would leave it disagreeing with the run's results over the seeds (it can be
+    evaluated). A folder inside one of a run's own folders (RUN_FOLDERS) would mix a
+    second run into the first one's files."""
     stacked = seeds.stacked_run_of(workdir)
     if stacked is not None:
         seed = workdir.name.removeprefix("seed_")  # stacked_run_of checked the name
@@ -100,6 +102,19 @@ def check_not_a_stacked_seed(workdir: Path) -> None:
             f"writes it from its own checkpoints: train or resume that run with "
             f"--workdir={stacked}, or this seed alone in a new --workdir with "
             f"--config.seed={seed}")
+    for folder in workdir.absolute().parents:
+        inside = workdir.absolute().relative_to(folder).parts[0]
+        if inside in RUN_FOLDERS and (folder / "config.json").is_file():
+            raise InvalidRunError(
+                f"--workdir={workdir} is inside the {inside}/ folder of the run in {folder}, "
+                f"whose files it would mix with its own; give the run a folder outside any "
+                f"other run's")
+
+
+# The folders a run writes inside its workdir. Another run may live beside them (a
+# run trained into /tmp once leaves every later run under /tmp alone), not in them.
+RUN_FOLDERS = frozenset({"checkpoints", "curves", "figures", "interventions", "seeds",
+                         "tensorboard"})
 
 
 def many_seed_stages() -> list[str]:
@@ -222,10 +237,10 @@ def run(
     if mode == "train":  # a finished run's config.json holds absolute paths already
         config = with_absolute_paths(config)
     mesh = make_data_mesh()
+    if mode == "train":  # before validate, which creates the workdir
+        check_outside_other_runs(workdir)
     validate(config, workdir, mesh)
-    if mode == "train":
-        check_not_a_stacked_seed(workdir)
-    else:
+    if mode != "train":
         check_finished(config, workdir)
     try:
         with workdir_lock.held(workdir):

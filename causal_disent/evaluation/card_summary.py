@@ -19,6 +19,7 @@ import numpy as np
 from causal_disent.evaluation.card import headline_scores
 from causal_disent.runs import checkpoint_paths, config_fields
 from causal_disent.runs.config_file import read_config
+from causal_disent.runs import seeds
 from causal_disent.runs.seeds import SEED_WORKDIR
 from causal_disent.utils import json_values
 
@@ -84,8 +85,21 @@ def expand_runs(path: str | Path) -> list[Path]:
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: give a workdir of "
                                 f"causal_disent.main or a metric card file")
+    if path.is_dir() and (path / "config.json").is_file():
+        config = read_config(path)
+        if seeds.num_seeds(config) > 1:  # the run's own seeds, every one of them
+            trained = seeds.run_seeds(config)
+            seed_dirs = [seeds.seed_workdir(path, seed) for seed in trained]
+            missing = [seed_dir for seed_dir in seed_dirs if not seed_dir.is_dir()]
+            if missing:
+                raise FileNotFoundError(
+                    f"{path} trains seeds {', '.join(map(str, trained))}, and "
+                    f"{missing[0]} is missing: finish the run, or, if it finished, `python "
+                    f"-m causal_disent.main --workdir={path} --mode=eval` writes every "
+                    f"seed's folder again")
+            return seed_dirs
     seeds_dir = path / Path(SEED_WORKDIR).parent
-    if path.is_dir() and seeds_dir.is_dir():
+    if path.is_dir() and seeds_dir.is_dir():  # a run without its config.json
         seed_dirs = [d for d in seeds_dir.iterdir() if d.is_dir() and d.name.startswith("seed_")]
         return sorted(seed_dirs, key=lambda d: int(d.name.removeprefix("seed_")))
     return [path]

@@ -40,6 +40,7 @@ from causal_disent.objectives.vae import (
 from causal_disent.runs import seeds as seeds_format
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs.results import (
+    ResultsError,
     append_curve_point,
     read_curve,
     read_results,
@@ -230,6 +231,20 @@ def curve_evaluator(model, dataset, indices, mesh: Mesh, cfg: ml_collections.Con
     return point
 
 
+def seed_stage_results(workdir: Path, seed: int) -> dict:
+    """The results one seed's folder of a many-seed run holds (its figures' titles
+    quote them); ResultsError naming the rerun that writes the folder again when they
+    are gone."""
+    seed_dir = seeds_format.seed_workdir(workdir, seed)
+    found = read_results(seed_dir).get(STAGE)
+    if found is None:
+        raise ResultsError(
+            f"{seed_dir} holds no {STAGE} results (moved or deleted?); `python -m "
+            f"causal_disent.main --workdir={workdir} --mode=eval` writes every seed's folder "
+            f"again from the run's checkpoints")
+    return found
+
+
 def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, model,
                  step_fn, auxiliary, evaluate_trained, draw_trained) -> dict:
     """`run` for num_seeds = S > 1: the S models of seeds config.seed + k as one stacked
@@ -291,6 +306,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
 
     def draw_figures(state, results: dict) -> None:
         del results  # each seed's own are in its workdir
+        seed_results = [seed_stage_results(workdir, seed) for seed in seeds]
         # Other processes draw and write each seed's figures while this one computes
         # the next seed's (utils/figure_workers.py; 8 seeds of :small on 2 CPU cores:
         # 11.4-12.7 -> 9.9-11.0 s, docs/accelerators.md).
@@ -300,7 +316,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
                 seed_dir = seeds_format.seed_workdir(workdir, seed)
                 params = vae_run.vae_params(config,
                                             seed_stacking.seed_state(state, index).params)
-                draw_trained(params, read_results(seed_dir)[STAGE], seed_dir)
+                draw_trained(params, seed_results[index], seed_dir)
                 # log.txt only: this process's share of each seed's figures.
                 logging.info("[%s] seed %d's figures: %.2f s here", STAGE, seed,
                              time.perf_counter() - started)

@@ -55,8 +55,27 @@ def test_a_many_seed_workdir_stands_for_its_seeds_in_seed_order(tmp_path):
     for seed in (10, 2, 1):
         write_run(tmp_path / "w" / "seeds" / f"seed_{seed}", mig=0.1, dci=0.1)
     runs = card_summary.expand_runs(tmp_path / "w")
-    assert [run.name for run in runs] == ["seed_1", "seed_2", "seed_10"]
+    assert [run.name for run in runs] == ["seed_1", "seed_2", "seed_10"]  # no config.json
     assert card_summary.expand_runs(runs[0]) == [runs[0]]
+
+
+def test_a_many_seed_run_stands_for_the_seeds_it_trained_and_refuses_a_missing_one(tmp_path):
+    """By its config.json: a seed folder gone would otherwise shrink the group
+    silently, and a stray one would join it."""
+    run = tmp_path / "w"
+    run.mkdir()
+    write_config(run, tiny_config(seed=1, num_seeds=3))
+    for seed in (1, 2, 10):
+        write_run(run / "seeds" / f"seed_{seed}", mig=0.1, dci=0.1)
+    with pytest.raises(FileNotFoundError) as refused:
+        card_summary.expand_runs(run)
+    assert str(refused.value) == (
+        f"{run} trains seeds 1, 2, 3, and {run / 'seeds' / 'seed_3'} is missing: finish the "
+        f"run, or, if it finished, `python -m causal_disent.main --workdir={run} --mode=eval` "
+        f"writes every seed's folder again")
+    write_run(run / "seeds" / "seed_3", mig=0.1, dci=0.1)
+    assert [seed.name for seed in card_summary.expand_runs(run)] == ["seed_1", "seed_2",
+                                                                      "seed_3"]
 
 
 def test_aggregate_is_the_mean_and_sample_std_over_runs(tmp_path):

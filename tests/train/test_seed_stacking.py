@@ -229,10 +229,12 @@ def test_a_seeds_folder_is_written_from_the_run_and_never_trained_alone(
         stacked_and_single_runs, tmp_path):
     """A model's folder is an export of the stacked run: training there would leave it
     disagreeing with the run's results over the seeds, so it is refused; an unreadable
-    checkpoint of it is written again by evaluating the run again, as its error says."""
+    checkpoint of it, or its results gone, are written again by evaluating the run
+    again, as their errors say."""
     import shutil
 
     from causal_disent.runs.checkpoint import CheckpointError
+    from causal_disent.runs.results import ResultsError
     from tests.helpers import truncate_data_files
 
     workdir = tmp_path / "run"
@@ -254,5 +256,11 @@ def test_a_seeds_folder_is_written_from_the_run_and_never_trained_alone(
             rf"run in {workdir}, whose checkpoints hold it: `python -m causal_disent.main "
             rf"--workdir={workdir} --mode=eval` writes it again$")):
         trained_params(seed)
+    (seed / "results.json").unlink()  # its figures' titles quote them
+    with pytest.raises(ResultsError, match=rf"^{seed} holds no vae results \(moved or "
+                                           rf"deleted\?\); `python -m causal_disent.main "
+                                           rf"--workdir={workdir} --mode=eval` writes"):
+        stages.run(read_config(workdir), workdir, mode="figures")
     stages.run(read_config(workdir), workdir, mode="eval")
     jax.tree.map(np.testing.assert_array_equal, trained_params(seed), trained)
+    assert "vae" in json.loads((seed / "results.json").read_text())

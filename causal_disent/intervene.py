@@ -229,5 +229,6 @@ def check_writable_folder(folder: Path) -> None:
         raise ValueError(f"{folder} cannot be written ({error.strerror or error}), so no strip "
                          f"can be: give --out=FILE.png in a folder you can write to") from None
 
+
 if __name__ == "__main__":
     app.run(main, flags_parser=cli.parse_flags_or_exit)

@@ -17,10 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from causal_disent.evaluation.card import headline_scores
-from causal_disent.runs import checkpoint_paths, config_fields
+from causal_disent.runs import checkpoint_paths, config_fields, seeds
 from causal_disent.runs.config_file import read_config
-from causal_disent.runs import seeds
-from causal_disent.runs.seeds import SEED_WORKDIR
 from causal_disent.utils import json_values
 
 CARD_FILE = "metrics_card.json"
@@ -98,7 +96,7 @@ def expand_runs(path: str | Path) -> list[Path]:
                     f"-m causal_disent.main --workdir={path} --mode=eval` writes every "
                     f"seed's folder again")
             return seed_dirs
-    seeds_dir = path / Path(SEED_WORKDIR).parent
+    seeds_dir = path / Path(seeds.SEED_WORKDIR).parent
     if path.is_dir() and seeds_dir.is_dir():  # a run without its config.json
         seed_dirs = [d for d in seeds_dir.iterdir() if d.is_dir() and d.name.startswith("seed_")]
         return sorted(seed_dirs, key=lambda d: int(d.name.removeprefix("seed_")))

@@ -18,6 +18,7 @@ CausalVAE runs encoder_mean and concepts). See `evaluation/card.py`.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -189,7 +190,10 @@ def check_output() -> None:
 
     if not _OUTPUT.value:
         return
-    output = Path(_OUTPUT.value).absolute()
+    output = Path(os.path.abspath(_OUTPUT.value))
+    if output.is_dir():  # found only once the card is scored, minutes later
+        raise ValueError(f"--output={_OUTPUT.value} is a folder; give the card's file, "
+                         f"e.g. --output={output / CARD_FILE}")
     run = output.parent
     if output.name != CARD_FILE or not (run / "config.json").is_file():
         return

@@ -227,6 +227,9 @@ CASES = [
      r"--workdir=.*started/checkpoints/mine is inside the checkpoints/ folder of the run in "
      r".*started, whose files it would mix with its own; give the run a folder outside any "
      r"other run's$"),
+    ("a card written to a folder", "causal_disent.evaluate",
+     ["--model=identity", "--dataset=dsprites_synth", "--output={tmp}"],
+     r"--output=.* is a folder; give the card's file, e.g. --output=.*/metrics_card.json$"),
     ("redrawing with a config", MAIN, [CT, "--workdir={run}", "--mode=figures"],
      r"--mode=figures uses the run's own config .*; drop --config"),
     ("resuming a run with another seed", MAIN, [CT, "--workdir={started}", "--config.seed=3"],

@@ -3,6 +3,7 @@
 its own, with num_seeds = 1, in WORKDIR/seeds/seed_<seed>."""
 
 import json
+import os
 from pathlib import Path
 
 import ml_collections
@@ -37,7 +38,7 @@ def stacked_run_of(workdir: str | Path) -> Path | None:
     """The many-seed run that `workdir` is one model of (its WORKDIR/seeds/seed_<seed>,
     by the run's config.json), or None. Such a folder is written from that run's
     checkpoints, never trained on its own."""
-    workdir = Path(workdir).absolute()
+    workdir = Path(os.path.abspath(workdir))  # ".." resolved, links kept
     stacked = workdir.parent.parent
     if workdir.parent.name != Path(SEED_WORKDIR).parent.name:
         return None

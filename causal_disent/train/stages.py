@@ -102,8 +102,9 @@ def check_outside_other_runs(workdir: Path) -> None:
             f"writes it from its own checkpoints: train or resume that run with "
             f"--workdir={stacked}, or this seed alone in a new --workdir with "
             f"--config.seed={seed}")
-    for folder in workdir.absolute().parents:
-        inside = workdir.absolute().relative_to(folder).parts[0]
+    normal = Path(os.path.abspath(workdir))  # "a/figures/../.." is not in a/figures
+    for folder in normal.parents:
+        inside = normal.relative_to(folder).parts[0]
         if inside in RUN_FOLDERS and (folder / "config.json").is_file():
             raise InvalidRunError(
                 f"--workdir={workdir} is inside the {inside}/ folder of the run in {folder}, "

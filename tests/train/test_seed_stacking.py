@@ -264,3 +264,16 @@ def test_a_seeds_folder_is_written_from_the_run_and_never_trained_alone(
     stages.run(read_config(workdir), workdir, mode="eval")
     jax.tree.map(np.testing.assert_array_equal, trained_params(seed), trained)
     assert "vae" in json.loads((seed / "results.json").read_text())
+
+
+def test_only_a_folder_inside_a_runs_own_folders_is_inside_it(tmp_path):
+    """A run in `a` (config.json, figures/): a/figures/x is refused; a/x (a run beside
+    its folders: one trained into /tmp once), a/figures/../../b (really b) are not."""
+    run = tmp_path / "a"
+    (run / "figures").mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    with pytest.raises(stages.InvalidRunError, match=r"is inside the figures/ folder of the "
+                                                    r"run in .*a, whose files"):
+        stages.check_outside_other_runs(run / "figures" / "x")
+    stages.check_outside_other_runs(run / "x")
+    stages.check_outside_other_runs(run / "figures" / ".." / ".." / "b")

@@ -135,7 +135,8 @@ def _causalvae_strip(workdir: Path, image: np.ndarray, out: str | None) -> Path:
         raise ValueError(f"a CausalVAE run needs --concept=NAME|INDEX; its concepts: "
                          f"{', '.join(names)}")
     concept = choose(_CONCEPT.value, names, "concept")
-    values = label_values(_VALUES.value, run.dataset.labels(run.split["train"])[:, concept])
+    values = label_values(_VALUES.value, run.dataset.labels(run.split["train"])[:, concept],
+                          names[concept])
     repeated = np.repeat(image[None], len(values), axis=0)
     intervened = cvi.intervene(run.model, run.params, repeated, concept,
                                run.codes_of_labels(values, concept=concept))
@@ -162,10 +163,14 @@ def choose(given: str, names: tuple[str, ...], what: str) -> int:
     raise ValueError(f"unknown {what} {given!r}; the run's {what}s: {', '.join(names)}")
 
 
-def label_values(given: list[str] | None, train_labels: np.ndarray) -> np.ndarray:
-    """The values of --values, else DEFAULT_NUM_VALUES spanning the training labels."""
+def label_values(given: list[str] | None, train_labels: np.ndarray,
+                 name: str = "the concept") -> np.ndarray:
+    """The values of --values, else DEFAULT_NUM_VALUES spanning the training labels. A
+    warning names the values outside them: the strip then shows the model
+    extrapolating (what an intervention off the data's support may ask for)."""
+    low, high = float(train_labels.min()), float(train_labels.max())
     if not given:
-        return np.linspace(train_labels.min(), train_labels.max(), DEFAULT_NUM_VALUES)
+        return np.linspace(low, high, DEFAULT_NUM_VALUES)
     try:
         values = np.array([float(value) for value in given])
     except ValueError:
@@ -173,6 +178,11 @@ def label_values(given: list[str] | None, train_labels: np.ndarray) -> np.ndarra
                          f"{','.join(given)}") from None
     if not np.isfinite(values).all():
         raise ValueError(f"--values must be finite, got {','.join(given)}")
+    outside = values[(values < low) | (values > high)]
+    if outside.size:
+        print(f"warning: --values {', '.join(f'{v:g}' for v in outside)} lie outside the "
+              f"training labels of {name} ({low:g} to {high:g}); the model never saw them, "
+              f"so the strip shows it extrapolating", file=sys.stderr)
     return values
 
 

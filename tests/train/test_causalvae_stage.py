@@ -541,10 +541,14 @@ def test_intervene_on_a_concept_writes_a_labelled_strip(tiny_run, tmp_path):
     workdir, _ = tiny_run
     out = tmp_path / "strip.png"
     result = run_intervene(workdir, "--index=3", "--concept=pendulum_angle",
-                           "--values=-20,0,20", f"--out={out}")
+                           "--values=-20,0,20,900", f"--out={out}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"intervention strip: {out}" in result.stdout
     assert not re.search(r"^[IW]\d{4} ", result.stderr, re.MULTILINE), result.stderr
+    # Off the training labels' range: drawn, and said to be extrapolated.
+    assert re.search(r"^warning: --values 900 lie outside the training labels of "
+                     r"pendulum_angle \(-?[\d.]+ to [\d.]+\); the model never saw them",
+                     result.stderr, re.MULTILINE), result.stderr
     with Image.open(out) as strip:
         width, height = strip.size
-    assert width > 5 * 96 > height  # input, reconstruction and three values
+    assert width > 6 * 96 > height  # input, reconstruction and four values

@@ -21,6 +21,7 @@ _RULES = {
     "num_steps": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "num_epochs": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "eval_every_steps": (lambda v: _is_int(v) and v >= 0, "an integer >= 0 (0 = never)"),
+    "prefetch_batches": (lambda v: _is_int(v) and v >= 0, "an integer >= 0 (0 = none)"),
     "num_eval_images": (lambda v: _is_int(v) and v >= 0, "an integer >= 0 (0 = all)"),
     "num_eval_pairs": (lambda v: _is_int(v) and v > 0, "an integer > 0"),
     "num_curve_images": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),

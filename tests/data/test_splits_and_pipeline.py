@@ -94,3 +94,17 @@ def test_a_cached_split_gives_the_images_of_its_indices():
                                   _Counting().images(np.array([30, 9])))
     with pytest.raises(ValueError, match="outside the cached images"):
         cached.images(np.array([3]))
+
+
+def test_a_negative_prefetch_is_refused_and_none_is_allowed():
+    """-1 had trained as 0 (no prefetching) without a word."""
+    import ml_collections
+
+    from causal_disent.train import config_ranges
+
+    config = ml_collections.ConfigDict({"vae": {"train": {"prefetch_batches": -1}}})
+    with pytest.raises(ValueError, match=r"vae.train.prefetch_batches must be an integer >= 0 "
+                                         r"\(0 = none\), got -1"):
+        config_ranges.check_ranges(config)
+    config.vae.train.prefetch_batches = 0
+    config_ranges.check_ranges(config)

@@ -43,11 +43,11 @@ _VALUES = flags.DEFINE_list(
     "spanning the training labels).")
 _OUT = flags.DEFINE(cli.PathParser(), "out", None,
                     "The PNG to write (default: WORKDIR/interventions/<input>_<what>.png).")
-OUT_FOLDER = "interventions"
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the CT layer's Gumbel samples.")
 
 # Values of a default CausalVAE sweep, spanning the concept's training labels.
 DEFAULT_NUM_VALUES = 5
+OUT_FOLDER = "interventions"  # in the run's workdir, without --out
 
 
 def main(argv) -> None:

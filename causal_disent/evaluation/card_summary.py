@@ -120,9 +120,9 @@ def check_one_config(label: str, runs: Sequence[Path]) -> None:
         return
     first, first_config = configs[0]
     for run, config in configs[1:]:
-        found = [difference for difference in config_fields.differences(first_config, config)
-                 if difference[0] not in MAY_DIFFER_IN_A_GROUP
-                 and not config_fields.only_execution(difference[0])]
+        found = [difference for difference in
+                 config_fields.computing_differences(first_config, config)
+                 if difference[0] not in MAY_DIFFER_IN_A_GROUP]
         if found:
             raise ValueError(
                 f"group {label!r} mixes configs: "
@@ -212,9 +212,7 @@ def _check_card_of(run: Path, card: dict, card_path: Path) -> None:
     if (scored is None or not (scored / "config.json").is_file()
             or scored.resolve() == run.resolve() or not (run / "config.json").is_file()):
         return
-    found = [difference for difference in
-             config_fields.differences(read_config(scored), read_config(run))
-             if not config_fields.only_execution(difference[0])]
+    found = config_fields.computing_differences(read_config(scored), read_config(run))
     if found:
         raise ValueError(f"{card_path} scores the run in {scored}, not the one in {run} "
                          f"({config_fields.describe(found, 'there', 'here')}); {rescore}")

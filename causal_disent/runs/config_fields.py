@@ -46,6 +46,13 @@ def differences(first: ml_collections.ConfigDict, second: ml_collections.ConfigD
     return list(json_values.differences(_as_json(first), _as_json(second)))
 
 
+def computing_differences(first: ml_collections.ConfigDict,
+                          second: ml_collections.ConfigDict) -> list:
+    """`differences` in what the runs compute: the fields of how they execute left out."""
+    return [difference for difference in differences(first, second)
+            if not only_execution(difference[0])]
+
+
 def describe(found: list, first: str, second: str, shown: int = 4) -> str:
     """The first `shown` differences as "path is A <first>, B <second>", the rest
     counted."""

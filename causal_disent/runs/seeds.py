@@ -43,10 +43,10 @@ def stacked_run_of(workdir: str | Path) -> Path | None:
     if workdir.parent.name != Path(SEED_WORKDIR).parent.name:
         return None
     try:
-        config = json.loads((stacked / "config.json").read_text())
-        seeds = range(config["seed"], config["seed"] + config.get("num_seeds", 1))
-    except (OSError, ValueError, KeyError, TypeError):  # no run there, or not one of ours
+        trained = run_seeds(ml_collections.ConfigDict(
+            json.loads((stacked / "config.json").read_text())))
+    except (OSError, ValueError, AttributeError, TypeError):  # no run there, or not ours
         return None
-    if len(seeds) > 1 and any(seed_workdir(stacked, seed) == workdir for seed in seeds):
+    if len(trained) > 1 and any(seed_workdir(stacked, seed) == workdir for seed in trained):
         return stacked
     return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import importlib.machinery
 import importlib.util
 import os
@@ -29,6 +30,8 @@ from pathlib import Path
 
 import ml_collections
 from absl import flags
+
+from causal_disent.runs import config_schema
 
 CONFIG_FLAG = "config"
 # The repository's configs/, beside the package (a clone, installed with pip install -e).
@@ -177,6 +180,8 @@ def loaded_config_or_exit(config) -> ml_collections.ConfigDict:
         check_is_config(config)
     except TypeError as error:
         sys.exit(f"error: {error}")
+    if problem := config_schema.field_problem(config, library_configs()):
+        sys.exit(f"error: {problem}")
     return config
 
 
@@ -189,16 +194,18 @@ def check_is_config(config) -> None:
             f"ml_collections.ConfigDict; return one, as the files in configs/ do")
 
 
-def load_config_file(argument: str, lock: bool = True) -> ml_collections.ConfigDict:
+def load_config_file(argument: str, lock: bool = True,
+                     check_fields: bool = True) -> ml_collections.ConfigDict:
     """The config that `--config=FILE.py[:variant]` names: FILE's `get_config(variant)`,
     or `get_config()` without a variant. A relative FILE is read from the current
     directory (the repository root for `configs/...`).
 
     Locked by default, as the command line locks it: assigning a field that does not
     exist raises (a misspelt override fails instead of adding a field). Raises
-    FileNotFoundError when FILE does not exist and TypeError when its get_config()
-    returns no ConfigDict; the config file's own errors (an unknown variant:
-    ValueError) propagate.
+    FileNotFoundError when FILE does not exist, TypeError when its get_config()
+    returns no ConfigDict and, with `check_fields`, ValueError when its fields are not
+    those of the library's configs (runs/config_schema.py); the config file's own
+    errors (an unknown variant: ValueError) propagate.
     """
     path, separator, variant = os.path.expanduser(argument).partition(":")
     if not Path(path).is_file():
@@ -211,9 +218,25 @@ def load_config_file(argument: str, lock: bool = True) -> ml_collections.ConfigD
     spec.loader.exec_module(module)
     config = module.get_config(variant) if separator else module.get_config()
     check_is_config(config)
+    if check_fields and (problem := config_schema.field_problem(config, library_configs())):
+        raise ValueError(problem)
     if lock:
         config.lock()
     return config
+
+
+@functools.cache
+def library_configs() -> dict[str, ml_collections.ConfigDict]:
+    """"configs/<name>.py" -> its default config, for every experiment config of the
+    library (the fields its stages read); empty without configs/."""
+    found = {}
+    for path in sorted(LIBRARY_CONFIGS.glob("[a-z]*.py")):
+        try:
+            found[f"configs/{path.name}"] = load_config_file(str(path), lock=False,
+                                                             check_fields=False)
+        except Exception:  # an edited library config is reported when it is used
+            continue
+    return found
 
 
 def make_configs_importable() -> None:
@@ -239,6 +262,8 @@ def explain(error: Exception, argv: Sequence[str]) -> str:
     elif problem := _override_without_config(argv):
         return problem
     text = str(error)
+    if isinstance(error, (SyntaxError, ImportError)):  # raised by the config file itself
+        text = f"Error whilst parsing config file\n{type(error).__name__}: {text}"
     if ("Error whilst parsing config file" in text or "Failed loading config" in text
             or _NO_GET_CONFIG in text):
         return _config_file_problem(text)
@@ -323,7 +348,7 @@ def _load_config_of(argv: Sequence[str]):
     if not paths:
         return None
     try:
-        return load_config_file(paths[-1], lock=False)
+        return load_config_file(paths[-1], lock=False, check_fields=False)
     except Exception:  # the file's own problem is reported elsewhere
         return None
 

@@ -36,6 +36,8 @@ def slurm_task(process_id: int) -> dict:
 
 # (id, module, arguments ({w}: a fresh workdir, {tmp}: the case's folder, holding
 # small.png (32 x 32), dict_config.py (a get_config() giving a plain dict),
+# misspelt_config.py and no_optim_config.py (β-VAE's tiny config with a misspelt field
+# added, or with its vae.optim section taken out),
 # outside_a_pod/ (a `kubernetes` package whose pod has no service account) and {run},
 # the workdir of a tiny CT-VAE run that never trained: config.json alone; {started}: the
 # same with a checkpoint folder of stage 1), error
@@ -120,6 +122,14 @@ CASES = [
     ("a config file whose get_config gives a dict", MAIN,
      ["--config={tmp}/dict_config.py", "--workdir={w}"],
      r"the config file's get_config\(\) returned a dict, not an ml_collections.ConfigDict"),
+    ("a config file with a misspelt field", MAIN,
+     ["--config={tmp}/misspelt_config.py", "--workdir={w}"],
+     r"the config sets fields that no stage reads .*: vae.optim.learnin_rate \(did you mean "
+     r"vae.optim.learning_rate\?\); rename or remove them"),
+    ("a config file without a section its stage reads", MAIN,
+     ["--config={tmp}/no_optim_config.py", "--workdir={w}"],
+     r"the config lacks fields its stages read: vae.optim \(a section: b1, b2, batch_size, "
+     r"eps, learning_rate\), as configs/betavae_dsprites_synth.py .* sets them; add them"),
     ("a stage named twice", MAIN, [CT, "--workdir={w}", "--config.stages=('mcqvae','mcqvae')"],
      r"config.stages \('mcqvae', 'mcqvae'\) names 'mcqvae' twice; name each stage once"),
     ("an empty test split", MAIN, [VAE, "--workdir={w}", "--config.data.split_fractions=(1.0,0.0,0.0)"],
@@ -301,6 +311,12 @@ def run_case(case, root):
     folder.mkdir()
     (folder / "a_file").write_text("not a directory")
     (folder / "dict_config.py").write_text("def get_config():\n    return {'stages': ('vae',)}\n")
+    for name, change in (("misspelt_config.py", "config.vae.optim.learnin_rate = 1e-3"),
+                         ("no_optim_config.py", "del config.vae['optim']")):
+        (folder / name).write_text(
+            "from configs import betavae_dsprites_synth\n\n\ndef get_config():\n"
+            "    config = betavae_dsprites_synth.get_config('tiny')\n"
+            f"    {change}\n    return config\n")
     Image.new("RGB", (32, 32)).save(folder / "small.png")
     (folder / "run").mkdir()
     write_config(folder / "run", tiny_config())  # a run that never trained

@@ -8,7 +8,8 @@
 #
 # Each process logs to W.process_<i>.log beside the workdir (the workdir's
 # --workdir flag is required). Exit status: the first non-zero status of a process,
-# else 0. tests/train/test_multiprocess.py uses it to check that 2 processes x 4
+# else 0; the first failed process's `error:` line (or its log's last line) is
+# printed with the log's path. tests/train/test_multiprocess.py uses it to check that 2 processes x 4
 # devices train exactly as 1 process with 8 devices. On GPUs, leave
 # DEVICES_PER_PROCESS empty ("") to use the real devices (one process per GPU:
 # set CUDA_VISIBLE_DEVICES per process yourself, or use launch/slurm.sbatch).
@@ -17,6 +18,14 @@ set -euo pipefail
 NUM_PROCESSES="${1:?usage: launch/local_multiprocess.sh NUM_PROCESSES DEVICES_PER_PROCESS MAIN_FLAGS...}"
 DEVICES_PER_PROCESS="${2?usage: launch/local_multiprocess.sh NUM_PROCESSES DEVICES_PER_PROCESS MAIN_FLAGS...}"
 shift 2
+if ! [[ "${NUM_PROCESSES}" =~ ^[1-9][0-9]*$ ]]; then
+  echo "error: NUM_PROCESSES is '${NUM_PROCESSES}'; give a whole number of processes >= 1 (launch/local_multiprocess.sh 2 4 --config=... --workdir=W)" >&2
+  exit 1
+fi
+if ! [[ "${DEVICES_PER_PROCESS}" =~ ^([1-9][0-9]*)?$ ]]; then
+  echo "error: DEVICES_PER_PROCESS is '${DEVICES_PER_PROCESS}'; give a whole number of CPU devices >= 1, or \"\" for the machine's own devices" >&2
+  exit 1
+fi
 PYTHON="${PYTHON:-python}"
 workdir=""
 for argument in "$@"; do
@@ -38,7 +47,16 @@ for ((i = 0; i < NUM_PROCESSES; i++)); do
   pids+=($!)
 done
 status=0
-for pid in "${pids[@]}"; do
-  wait "${pid}" || { code=$?; [[ "${status}" -eq 0 ]] && status="${code}"; }
+for i in "${!pids[@]}"; do
+  code=0
+  wait "${pids[i]}" || code=$?
+  if [[ "${code}" -ne 0 ]]; then
+    log="${workdir}.process_${i}.log"
+    reason="$(grep -m1 '^error:' "${log}" || tail -n 1 "${log}")"
+    if [[ "${status}" -eq 0 ]]; then  # the first failure; the others' logs beside it
+      echo "error: process ${i} of ${NUM_PROCESSES} exited with status ${code}: ${reason#error: } (its log: ${log})" >&2
+      status="${code}"
+    fi
+  fi
 done
 exit "${status}"

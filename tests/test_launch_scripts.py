@@ -266,3 +266,29 @@ def test_a_part_without_time_left_is_skipped_and_said(tmp_path):
     timeline, started, _ = run_gpu_loop_benchmarks(tmp_path, budget=25)
     assert "benchmarks/seed_stacking_runs.py" not in started
     assert any(line.startswith("seed_stacking_runs: skipped") for line in timeline)
+
+
+def test_local_multiprocess_refuses_bad_counts_and_names_the_failed_process(tmp_path):
+    """Its two counts checked before anything starts; a process that fails is named
+    with its own `error:` line and its log (the others' go on to their end)."""
+    launcher = str(REPO_ROOT / "launch" / "local_multiprocess.sh")
+    fake = tmp_path / "fake_python"  # process 1 fails as causal_disent.main would
+    fake.write_text('#!/usr/bin/env bash\n[[ "$1" == -c ]] && exec python3 "$@"\n'
+                    'for a in "$@"; do [[ "$a" == --process_id=1 ]] && '
+                    '{ echo "I0 starting"; echo "error: stage vae cannot start"; exit 1; }; done\n'
+                    'exit 0\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(fake)}
+    workdir = f"--workdir={tmp_path / 'run'}"
+    for counts, named in ((["0", "2"], "NUM_PROCESSES is '0'"),
+                          (["two", "2"], "NUM_PROCESSES is 'two'"),
+                          (["2", "x"], "DEVICES_PER_PROCESS is 'x'")):
+        result = subprocess.run(["bash", launcher, *counts, workdir], env=env,
+                                capture_output=True, text=True)
+        assert result.returncode == 1 and result.stderr.startswith(f"error: {named}")
+    result = subprocess.run(["bash", launcher, "3", "", workdir], env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: process 1 of 3 exited with status 1: stage vae cannot start "
+        f"(its log: {tmp_path / 'run'}.process_1.log)")

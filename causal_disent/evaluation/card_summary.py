@@ -160,6 +160,10 @@ def read_run_scores(run: Path, representation: str | None = None) -> dict[str, f
             for key in CONSISTENCY_KEYS:
                 if key in stage_results.get("consistency", {}):
                     scores[f"consistency.{key}"] = _number(stage_results["consistency"][key])
+    if not scores and not has_results and run.is_dir() and not (run / "config.json").is_file():
+        raise FileNotFoundError(
+            f"{run} holds no run (no config.json, {CARD_FILE} or {RESULTS_FILE}): give "
+            f"--group a workdir of causal_disent.main, a many-seed run or a metric card file")
     if not scores:
         raise FileNotFoundError(
             f"no {CARD_FILE} in {run}, and no score to show in its results.json: score "

@@ -105,6 +105,9 @@ def test_missing_run_card_and_representation_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         card_summary.expand_runs(tmp_path / "nowhere")
     (tmp_path / "unscored").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"unscored holds no run \(no config.json"):
+        card_summary.read_run_scores(tmp_path / "unscored")
+    write_config(tmp_path / "unscored", tiny_config())
     with pytest.raises(FileNotFoundError, match="causal_disent.evaluate --workdir="):
         card_summary.read_run_scores(tmp_path / "unscored")
     (tmp_path / "unscored" / "results.json").write_text(json.dumps({"vae": {"steps": 3}}))
@@ -186,6 +189,7 @@ def test_command_prints_the_table_and_refuses_an_unscored_run(tmp_path):
     assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
         "error: --record=out.txt: a record is a .json file, e.g. --record=results/<name>.json"]
     (tmp_path / "bare").mkdir()
+    write_config(tmp_path / "bare", tiny_config())  # a run not scored yet
     failed = subprocess.run(command + [f"--group={tmp_path / 'bare'}"], capture_output=True,
                             text=True)
     assert failed.returncode != 0 and "no metrics_card.json" in failed.stderr

@@ -142,3 +142,12 @@ def test_the_readme_is_a_front_page_with_its_results_first():
     first_table = next(number for number, line in enumerate(lines, 1) if line.startswith("|"))
     assert first_table <= 100
     assert lines[first_table - 2] == "<!-- report:headline -->"
+
+
+def test_a_folder_that_is_no_checkout_and_an_unknown_table_are_one_line(tmp_path, capsys):
+    assert report.main([f"--root={tmp_path}"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: --root={tmp_path} is not a checkout of the repository (it needs README.md "
+        f"and results/); give the repository's root folder\n")
+    assert report.main(["--show=nope"]) == 1
+    assert capsys.readouterr().err.startswith("error: no table named 'nope'; known: headline,")

@@ -117,6 +117,17 @@ def for_display(images: np.ndarray) -> np.ndarray:
     return images
 
 
+def _base_factors(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(value) for value in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--base_factors={text}: give one whole number (a factor value's "
+                         f"index) per factor, comma-separated, e.g. --base_factors=0,2,1"
+                         ) from None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", help=f"one of: {', '.join(sorted(registry.DATASETS))}")
@@ -135,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"error: --out {out} must name a .png file")
     try:
         dataset = registry.get_dataset(args.dataset, data_dir=args.data_dir)
-        base = None if args.base_factors is None else [int(v) for v in args.base_factors.split(",")]
+        base = _base_factors(args.base_factors)
         figure, _ = draw_contact_sheet(dataset, base, args.upscale, args.max_columns)
     except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None

@@ -68,6 +68,10 @@ def main(argv=None) -> int:
                         help="the repository whose README.md and docs/ are checked")
     args = parser.parse_args(argv)
     results_dir = args.root / "results"
+    if not (args.root / "README.md").is_file() or not results_dir.is_dir():
+        print(f"error: --root={args.root} is not a checkout of the repository (it needs "
+              f"README.md and results/); give the repository's root folder", file=sys.stderr)
+        return 1
     try:
         if args.show:
             print(tables.render(args.show, tables.Results(results_dir)), end="")
@@ -77,7 +81,8 @@ def main(argv=None) -> int:
                 print(f"rewrote {path.relative_to(args.root)}")
             return 0
     except (KeyError, RecordError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {error.args[0] if isinstance(error, KeyError) else error}",
+              file=sys.stderr)
         return 1
     found = differences(args.root, results_dir)
     for entry in found:

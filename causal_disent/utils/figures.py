@@ -55,6 +55,8 @@ _COLORBAR_INCHES = 4.0
 
 # An image grid's cells are upscaled to about this many pixels on their long side.
 _TARGET_CELL_PIXELS = 128
+# The images of one grid, in pixels at most (four bytes each in the PNG's canvas).
+MAX_GRID_PIXELS = 200_000_000
 
 
 def image_grid(
@@ -238,6 +240,10 @@ def draw_image_grid(
     upscale = default_upscale(images.shape[2:]) if upscale is None else int(upscale)
     if upscale < 1:
         raise ValueError(f"upscale must be >= 1, got {upscale}")
+    if rows * cols * height * width * upscale ** 2 > MAX_GRID_PIXELS:
+        raise ValueError(
+            f"a grid of {rows} x {cols} images of {height} x {width} pixels at upscale "
+            f"{upscale} would be over {MAX_GRID_PIXELS // 10**6} megapixels; lower upscale")
 
     figure = Figure(dpi=DPI)
     renderer = FigureCanvasAgg(figure).get_renderer()

@@ -87,6 +87,14 @@ def test_commands_reject_unknown_dataset_with_suggestion(tmp_path):
         show.main(["shapes3d_synt", f"--out={tmp_path / 'x.png'}"])
     with pytest.raises(SystemExit, match="Did you mean 'shapes3d_synth'"):
         describe.main(["shapes3d_synt"])
+    # Factors that are no numbers, and a sheet too large to draw, are one line each.
+    out = f"--out={tmp_path / 'x.png'}"
+    with pytest.raises(SystemExit, match=r"^error: --base_factors=a,b: give one whole number"):
+        show.main(["shapes3d_synth", out, "--base_factors=a,b"])
+    with pytest.raises(SystemExit, match=r"^error: a grid of 6 x 15 images of 64 x 64 pixels "
+                                         r"at upscale 1000 would be over 200 megapixels"):
+        show.main(["shapes3d_synth", out, "--upscale=1000"])
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_describe_shapes3d_synth(capsys):

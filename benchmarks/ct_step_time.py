@@ -59,6 +59,7 @@ SIZES = dict(batch=PAPER.ct.optim.batch_size, num_actions=12, num_nodes=64,
              num_codes=PAPER.mcqvae.model.num_codes, graph_hidden=PAPER.ct.model.graph_hidden,
              gnn_hidden=PAPER.ct.model.gnn_hidden, gnn_layers=PAPER.ct.model.gnn_layers)
 PATHS = ("cache", "encode")
+MODES = ("standard", "action", "causal")  # objectives/ct.MODES, named before JAX starts
 DEFAULT_PATH = "cache"
 CACHE_IMAGES = 480_000  # Shapes3D
 ENCODERS = {"paper": None, "small": "small"}  # --encoder -> the config variant of its sizes
@@ -189,12 +190,24 @@ def cache_build_rate(encoder: str, sample: int, batch_size: int = 256) -> dict:
     return {"images_per_s": rate, "build_s": dataset.num_images / rate}
 
 
+def _names_of(known):
+    """An argparse type: a comma-separated list of names out of `known`."""
+    def parse(text: str) -> str:
+        unknown = [name for name in text.split(",") if name not in known]
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(map(repr, unknown))}; give some of {', '.join(known)}, "
+                f"comma-separated")
+        return text
+    return parse
+
+
 def main():
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=cli.positive_int, default=10)
     parser.add_argument("--gnn_backend", default="dense", choices=("dense", "jraph"))
-    parser.add_argument("--modes", default="standard,action,causal")
-    parser.add_argument("--paths", default=",".join(PATHS))
+    parser.add_argument("--modes", type=_names_of(MODES), default=",".join(MODES))
+    parser.add_argument("--paths", type=_names_of(PATHS), default=",".join(PATHS))
     parser.add_argument("--encoder", default="paper", choices=tuple(ENCODERS))
     parser.add_argument("--cache_sample", type=cli.non_negative_int, default=2048,
                         help="images rendered and encoded to estimate the cache build (0: skip)")

@@ -400,6 +400,13 @@ def settings_of(args: argparse.Namespace) -> tuple[Settings, list[int]]:
     model cannot build."""
     settings = Settings(**{field.name: getattr(args, field.name)
                            for field in dataclasses.fields(Settings)})
+    for name, least in (("batch_size", 1), ("steps_per_call", 1), ("steps", 0), ("epochs", 0)):
+        if getattr(settings, name) < least:
+            raise SystemExit(f"error: --{name}={getattr(settings, name)}: give {least} or more")
+    if not (settings.epochs or settings.steps):
+        raise SystemExit(f"error: --steps={settings.steps} --epochs={settings.epochs} train "
+                         f"nothing; give --steps >= 1 (batches drawn with replacement) or "
+                         f"--epochs >= 1 (shuffled epochs)")
     try:  # the model's own checks, which name its field (most are flags here too)
         make_model(True, settings.num_sources, settings.num_segments, settings)
         loss_weights(settings)

@@ -1,5 +1,7 @@
 """Loading a config file from Python as `--config=FILE.py[:variant]` loads it."""
 
+import argparse
+import importlib
 import os
 import shutil
 import subprocess
@@ -123,3 +125,14 @@ def test_a_path_flag_expands_the_home_folder_and_refuses_an_empty_value(monkeypa
     for empty in ("", "  "):  # would be the current directory
         with pytest.raises(ValueError, match="is empty; give a path"):
             parser.parse(empty)
+
+
+def test_the_step_time_benchmark_refuses_an_unknown_path_or_mode():
+    benchmark = importlib.import_module("benchmarks.ct_step_time")
+    parse_paths = benchmark._names_of(benchmark.PATHS)
+    assert parse_paths("encode,cache") == "encode,cache"
+    with pytest.raises(argparse.ArgumentTypeError, match=r"unknown 'nope'; give some of "
+                                                          r"cache, encode, comma-separated"):
+        parse_paths("cache,nope")
+    from causal_disent.objectives import ct
+    assert benchmark.MODES == tuple(ct.MODES)  # named before the script's children start JAX

@@ -377,6 +377,10 @@ def test_identifiability_benchmark_summary_and_arguments():
     with pytest.raises(SystemExit, match=r"error: --loss_weights must be four numbers "
                                          r"a,b,c,d \(the authors': 100,1,0,10\), got '1,2'"):
         benchmark.parse_settings(["--loss_weights=1,2"])
+    with pytest.raises(SystemExit, match=r"error: --steps=0 --epochs=0 train nothing"):
+        benchmark.parse_settings(["--steps=0"])
+    with pytest.raises(SystemExit, match=r"error: --batch_size=0: give 1 or more"):
+        benchmark.parse_settings(["--batch_size=0"])
     parsed, _ = benchmark.parse_settings(["--repeat_matrix=true", "--loss_weights=100,1,0,10"])
     assert parsed.repeat_matrix is True and benchmark.loss_weights(parsed) == (100, 1, 0, 10)
     assert benchmark.parse_settings(["--repeat_matrix=false"])[0].repeat_matrix is False

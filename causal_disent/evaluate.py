@@ -69,6 +69,7 @@ def main(argv) -> None:
                                 "output path is intact)")
     import jax
 
+    from causal_disent.data.tfds_reading import DatasetNotPreparedError
     from causal_disent.runs import records
     from causal_disent.runs import orbax_noise
     from causal_disent.runs.checkpoint import CheckpointError
@@ -83,8 +84,8 @@ def main(argv) -> None:
         recorder = records.Recorder("-m causal_disent.evaluate", _RECORD.value)
         check_output()
         card, output = build_card()
-    except (ValueError, CheckpointError) as error:  # bad flags, unusable runs: say why
-        sys.exit(f"error: {error}")
+    except (ValueError, CheckpointError, DatasetNotPreparedError) as error:  # bad flags,
+        sys.exit(f"error: {error}")  # unusable runs, a real dataset not prepared: say why
     except (MemoryError, jax.errors.JaxRuntimeError) as error:
         if not out_of_memory.is_out_of_memory(error):
             raise
@@ -147,6 +148,12 @@ def build_card() -> tuple[dict, Path]:
             logging.warning("no metric card: %s", no_grid)
             result["metrics_skipped"], scored = no_grid, {}
     else:
+        for flag, given in (("representation", _REPRESENTATION.value != "default"),
+                            ("unfinished", _UNFINISHED.value)):
+            if given:
+                raise ValueError(f"--{flag} chooses what of a trained run is scored; "
+                                 f"--model={_MODEL.value} scores the dataset's factors: "
+                                 f"drop --{flag}")
         dataset_name = _DATASET.value
         if dataset_name is None and workdir is not None:
             dataset_name = trained_runs.load_config(workdir).data.name

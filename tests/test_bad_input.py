@@ -209,6 +209,13 @@ CASES = [
      r"flag --seed=-1: -1 is not a non-negative integer"),
     ("evaluating with a stray argument", "causal_disent.evaluate", ["--workdir={tmp}", "x"],
      r"unexpected arguments: x"),
+    ("scoring the factors of a real dataset not prepared", "causal_disent.evaluate",
+     ["--model=identity", "--dataset=shapes3d", "--data_dir={tmp}/no_data", "--metrics=mig"],
+     r"shapes3d is not prepared: looked for .*no_data/shapes3d"),
+    ("scoring the factors with a trained run's flag", "causal_disent.evaluate",
+     ["--model=random", "--dataset=dsprites_synth", "--representation=all"],
+     r"--representation chooses what of a trained run is scored; --model=random scores the "
+     r"dataset's factors: drop --representation"),
     ("evaluating with a file as compilation cache", "causal_disent.evaluate",
      ["--workdir={tmp}", "--compilation_cache={tmp}/small.png"],
      r"the compilation cache .*small.png \(--compilation_cache\) cannot be used"),
@@ -359,7 +366,7 @@ def test_bad_input_is_one_error_line_and_changes_nothing(outcomes, case):
     assert result.returncode == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr + result.stdout
     assert messages and messages[0].startswith("error: "), result.stderr[-2000:]
-    if case[0] != "real dataset not prepared":  # that one adds the commands to run
+    if "not prepared" not in case[0]:  # those add the commands to run
         assert len(messages) == 1, messages
     assert re.search(case[3], "\n".join(messages), re.DOTALL), messages
     assert after == before  # not even the workdir was created

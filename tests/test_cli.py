@@ -90,8 +90,7 @@ def test_the_commands_that_are_not_absl_apps_end_a_bad_command_line_in_one_line(
     assert capsys.readouterr().err == ""  # no usage block
     # Every benchmark and the report parse their command lines so.
     scripts = [*(REPO_ROOT / "benchmarks").glob("*.py"),
-               REPO_ROOT / "causal_disent" / "report" / "__main__.py",
-               REPO_ROOT / "causal_disent" / "data" / "show.py"]
+               *(REPO_ROOT / "causal_disent").rglob("*.py")]
     plain = [script.name for script in scripts
              if "argparse.ArgumentParser(" in script.read_text()]
     assert not plain, f"{plain} print argparse's usage block on a bad command line"

@@ -12,12 +12,12 @@ labels and the true causal graph over them (edges as [cause, effect] names).
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 
 import numpy as np
 
+from causal_disent import cli
 from causal_disent.data import registry, splits, transitions
 
 MAX_LISTED_VALUES = 50
@@ -91,7 +91,7 @@ def _number(value: float) -> float | int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", help=f"one of: {', '.join(sorted(registry.DATASETS))}")
     parser.add_argument("--data_dir", default=None, help="TFDS data dir (real datasets)")
     args = parser.parse_args(argv)

@@ -11,6 +11,8 @@ grids; everything else runs the shipped code. No TensorFlow is used.
 import io
 import math
 import os
+import subprocess
+import sys
 import tarfile
 
 import numpy as np
@@ -317,6 +319,22 @@ def test_corrupt_archive_is_named_with_the_fix(tmp_path, damage):
         build(cars3d.Cars3d, tmp_path / "data", manual)
     assert os.fspath(archive) in str(raised.value)
     assert "download it again" in str(raised.value)
+
+
+def test_the_build_command_names_a_missing_or_damaged_archive_in_one_line(tmp_path):
+    command = [sys.executable, "-m", "causal_disent.data.tfds_builders.reed2015", "cars3d",
+               f"--data_dir={tmp_path / 'data'}", f"--manual_dir={tmp_path / 'manual'}"]
+    archive = tmp_path / "manual" / reed2015.ARCHIVE_NAME
+    missing = subprocess.run(command, capture_output=True, text=True)
+    assert missing.returncode == 1 and missing.stderr.startswith(
+        f"error: {archive} does not exist: download {reed2015.ARCHIVE_URL}")
+    archive.parent.mkdir()
+    archive.write_bytes(b"<html>not the archive</html>")
+    damaged = subprocess.run(command, capture_output=True, text=True)
+    assert damaged.returncode == 1 and "Traceback" not in damaged.stderr
+    assert damaged.stderr.strip().splitlines()[-1].endswith(
+        f"error: {archive} is truncated or corrupt (ReadError: not a gzip file). Delete it "
+        f"and download it again from {reed2015.ARCHIVE_URL}.")
 
 
 def test_corrupt_mat_file_is_named(tmp_path):

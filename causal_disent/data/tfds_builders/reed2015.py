@@ -149,11 +149,11 @@ def resize_rgb(image: np.ndarray) -> Image.Image:
 
 
 def _main() -> None:
-    import argparse
-
+    """The command: its archive found, or damaged, or a package missing: one line."""
+    from causal_disent import cli
     from causal_disent.data.tfds_reading import default_data_dir
 
-    parser = argparse.ArgumentParser(description="Build Cars3D or Sprites (ArrayRecord).")
+    parser = cli.OneLineArgumentParser(description="Build Cars3D or Sprites (ArrayRecord).")
     parser.add_argument("name", choices=("cars3d", "sprites"))
     parser.add_argument("--data_dir", default=default_data_dir())
     parser.add_argument(
@@ -161,7 +161,18 @@ def _main() -> None:
         "(default <data_dir>/downloads/manual)"
     )
     args = parser.parse_args()
-    prepare(args.name, args.data_dir, args.manual_dir)
+    manual_dir = args.manual_dir or os.path.join(args.data_dir, "downloads", "manual")
+    archive = os.path.join(manual_dir, ARCHIVE_NAME)
+    if not os.path.isfile(archive):
+        raise SystemExit(f"error: {archive} does not exist: download {ARCHIVE_URL} (about "
+                         f"1 GB) and put it there, still compressed, or pass --manual_dir="
+                         f"<the folder holding it>")
+    # The builders raise the package module's error, not this __main__ copy's.
+    from causal_disent.data.tfds_builders import reed2015
+    try:
+        reed2015.prepare(args.name, args.data_dir, args.manual_dir)
+    except (reed2015.CorruptArchiveError, ImportError) as error:
+        raise SystemExit(f"error: {error}") from None
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ With --max_minutes=M the run stops itself after about M minutes: the stage train
 then checkpoints the step it has reached, the command prints a `paused: ...` line
 and exits with status 3 (EXIT_PAUSED). Rerunning the same command resumes there, so
 a shell loop can rerun while the status is 3 (launch/gpu_reproduce.sh --until-done);
+a pause before the command trained any step says so (starting up took the budget, and
+the same budget may get no further);
 0 means every stage is finished. SIGTERM (preemption) or Ctrl-C during training
 saves the step in flight, prints a `stopped: ...` line and exits with 128 + the
 signal's number (143, 130); rerunning resumes there. A diverged run (a NaN or
@@ -175,7 +177,12 @@ def _run() -> None:
             records.RecordError, ResultsError) as error:
         sys.exit(f"error: {error}")
     except TimeBudgetExhausted as paused:
-        print(f"paused: {paused}; rerun the same command to continue", flush=True)
+        if paused.trained:
+            print(f"paused: {paused}; rerun the same command to continue", flush=True)
+        else:  # a rerun with the same budget may get no further
+            print(f"paused: {paused}, before this command trained a step (starting up "
+                  f"took its --max_minutes={_MAX_MINUTES.value:g}); rerun with a larger "
+                  f"--max_minutes to continue", flush=True)
         sys.exit(EXIT_PAUSED)
     except OSError as error:  # the workdir's disk full or read-only, late in a run
         sys.exit(f"error: {file_failure(error, workdir)}")

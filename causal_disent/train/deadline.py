@@ -22,13 +22,17 @@ import numpy as np
 
 class TimeBudgetExhausted(Exception):
     """The process's time budget ran out; `stage` stopped at `step` (its last
-    checkpoint, or its start when it had not begun) of `total_steps`."""
+    checkpoint, or its start when it had not begun) of `total_steps`. `trained`: whether
+    this process trained any step before (False: start-up took the whole budget, and a
+    rerun with the same budget may pause at the same step again)."""
 
-    def __init__(self, stage: str, step: int, total_steps: int, elapsed_minutes: float):
+    def __init__(self, stage: str, step: int, total_steps: int, elapsed_minutes: float,
+                 trained: bool = True):
         self.stage = stage
         self.step = step
         self.total_steps = total_steps
         self.elapsed_minutes = elapsed_minutes
+        self.trained = trained
         super().__init__(
             f"stage {stage} at step {step} of {total_steps} after "
             f"{elapsed_minutes:.1f} minutes"
@@ -47,6 +51,7 @@ class Deadline:
         self.minutes = float(minutes)
         self._clock = clock
         self._start = clock()
+        self.trained = False  # set by loop.fit once a step of this budget has run
 
     @property
     def unlimited(self) -> bool:

@@ -83,7 +83,8 @@ def fit(
     """
     deadline = deadline if deadline is not None else deadline_lib.current()
     if deadline_lib.expired_on_every_host(deadline):
-        raise TimeBudgetExhausted(stage, first_step, last_step, deadline.elapsed_minutes())
+        raise TimeBudgetExhausted(stage, first_step, last_step, deadline.elapsed_minutes(),
+                                  trained=deadline.trained)
 
     def evaluate_if_due(state, step: int) -> None:
         if (evaluate_fn is not None and evaluate_every_steps > 0
@@ -146,6 +147,7 @@ def fit(
                 jax.block_until_ready(pending[-1 - MAX_CALLS_AHEAD][1])
             step += k  # the step the state is at now
             if step == first_step + k:
+                deadline.trained = True
                 jax.block_until_ready(state)  # compilation ends here; rates start now
                 finite_guard.compile_state_check(state)  # the saves' check, too
                 progress.start_timing(step)

@@ -124,7 +124,7 @@ def test_expired_deadline_pauses_after_a_step_with_a_checkpoint(tmp_path):
         fake_fit(tmp_path, events, deadline=Deadline(3.5, clock=minute_per_call_clock()),
                  evaluate_every_steps=3, evaluate_fn=record_evaluations(events))
     assert (paused.value.stage, paused.value.step, paused.value.total_steps) == ("fake", 3, 7)
-    assert paused.value.elapsed_minutes >= 3.5
+    assert paused.value.elapsed_minutes >= 3.5 and paused.value.trained
     assert events[-3:] == [("eval", 3, 3), ("save", 3, 3), ("close",)]
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows] == [1, 2, 3]  # step 3 was pending, not yet logged
@@ -145,7 +145,7 @@ def test_deadline_expired_at_the_start_runs_and_saves_nothing(tmp_path):
         steps_taken.append(state)
         return state + 1, {}
 
-    with pytest.raises(TimeBudgetExhausted, match="at step 5 of 7"):
+    with pytest.raises(TimeBudgetExhausted, match="at step 5 of 7") as paused:
         loop.fit(
             stage="fake", state=jnp.array(5), step_fn=step_fn, local_batches=itertools.repeat({}),
             first_step=5, last_step=7, global_batch_size=1,
@@ -153,7 +153,7 @@ def test_deadline_expired_at_the_start_runs_and_saves_nothing(tmp_path):
             log_every_steps=1, deadline=Deadline(0.5, clock=minute_per_call_clock()),
             evaluate_every_steps=5, evaluate_fn=record_evaluations(events),
         )
-    assert events == [] and steps_taken == []
+    assert events == [] and steps_taken == [] and paused.value.trained is False
 
 
 def test_the_last_step_never_pauses(tmp_path):

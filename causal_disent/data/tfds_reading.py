@@ -62,7 +62,8 @@ def open_split(name: str, split: str, data_dir: str, how_to_prepare: str):
     """
     import tensorflow_datasets as tfds  # deferred: heavy, and optional for procedural data
 
-    with _without_missing_folder_warning():
+    with _without_missing_folder_warning(), _damaged_as_not_prepared(name, data_dir,
+                                                                     how_to_prepare):
         builder = tfds.builder(name, data_dir=data_dir)
         where = os.fspath(builder.data_path)
         prepared = builder.is_prepared()
@@ -85,10 +86,31 @@ def open_split(name: str, split: str, data_dir: str, how_to_prepare: str):
         for key, feature in builder.info.features.items()
         if isinstance(feature, tfds.features.Image)
     }
-    source = tfds.data_source(
-        name, split=split, data_dir=data_dir, download=False, decoders=skip_images
-    )
+    with _damaged_as_not_prepared(name, data_dir, how_to_prepare):
+        source = tfds.data_source(
+            name, split=split, data_dir=data_dir, download=False, decoders=skip_images
+        )
+        if len(source):
+            source[0]  # opens the shards now: a missing one fails here, not mid-run
     return source, where
+
+
+@contextlib.contextmanager
+def _damaged_as_not_prepared(name: str, data_dir: str, how_to_prepare: str):
+    """TFDS's own error on a prepared dataset it cannot read (a damaged
+    dataset_info.json, a folder of another TFDS version, missing shards) as a
+    DatasetNotPreparedError naming the folder and how to prepare it again."""
+    try:
+        yield
+    except DatasetNotPreparedError:
+        raise
+    except Exception as error:  # ParseError, AssertionError, OSError, ...: TFDS's own
+        reason = " ".join(str(error).split())
+        reason = reason if len(reason) <= 300 else reason[:300] + " ..."
+        raise DatasetNotPreparedError(
+            f"{name} in {os.path.join(data_dir, name)} cannot be read ({type(error).__name__}: "
+            f"{reason}); it is damaged or was prepared by another version of TFDS: delete "
+            f"that folder and prepare it again with:\n{how_to_prepare}") from error
 
 
 class _MissingFolderWarning(logging.Filter):

@@ -542,3 +542,19 @@ def test_transitions_over_the_real_grids(cls, num_actions):
     )
     for factor in cls.nuisance_factors:
         np.testing.assert_array_equal(delta[:, factor], 0)
+
+
+@pytest.mark.parametrize("damage", ["dataset_info", "shards"])
+def test_a_damaged_prepared_dataset_says_where_and_how(shapes3d_dir, damage):
+    version_dir = shapes3d_dir / "shapes3d" / "2.0.0"
+    if damage == "dataset_info":
+        (version_dir / "dataset_info.json").write_text("{not json")
+    else:
+        for shard in version_dir.glob("*.array_record*"):
+            shard.unlink()
+    with pytest.raises(td.DatasetNotPreparedError) as raised:
+        TinyShapes3D(data_dir=shapes3d_dir)
+    message = str(raised.value)
+    assert message.startswith(f"shapes3d in {shapes3d_dir / 'shapes3d'} cannot be read (")
+    assert "delete that folder and prepare it again with:" in message
+    assert f"tfds build shapes3d --data_dir={shapes3d_dir}" in message

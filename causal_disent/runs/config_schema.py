@@ -25,14 +25,16 @@ def field_problem(config: ml_collections.ConfigDict,
     apart (unused, harmless); else one line naming the fields and the fix."""
     if not library:
         return None  # an installation without configs/: nothing to hold it against
-    known = set().union(*(node_paths(reference) for reference in library.values()))
-    name, nearest = _nearest(config, library)
-    unknown = _topmost(path for path in node_paths(config) if path not in known)
+    own = node_paths(config)
+    library_paths = {name: node_paths(reference) for name, reference in library.items()}
+    known = set().union(*library_paths.values())
+    name = _nearest(own, library_paths)
+    unknown = _topmost(path for path in own if path not in known)
     if unknown:
         return _unknown_line(unknown, known, name)
-    missing = _missing(config, nearest)
+    missing = _missing(own, library_paths[name])
     if missing:
-        return _missing_line(missing, nearest, name)
+        return _missing_line(missing, library_paths[name], name)
     return None
 
 
@@ -47,27 +49,24 @@ def node_paths(config) -> dict[str, object]:
     return paths
 
 
-def _nearest(config, library: dict) -> tuple[str, ml_collections.ConfigDict]:
-    """The library config of the same stages and (the VAE family) the same loss whose
-    fields differ least from `config`'s, then of the same dataset; failing that, the
-    one of the most stages in common."""
-    own = node_paths(config)
-
-    def distance(item):
-        name, reference = item
-        theirs = node_paths(reference)
-        return (_stages(reference) != _stages(config),
+def _nearest(own: dict, library_paths: dict) -> str:
+    """The name of the library config of the same stages and (the VAE family) the same
+    loss whose fields differ least from `own`'s, then of the same dataset; failing
+    that, the one of the most stages in common. Configs as their `node_paths`."""
+    def distance(name):
+        theirs = library_paths[name]
+        return (_stages(theirs) != _stages(own),
                 theirs.get("vae.objective.name") != own.get("vae.objective.name"),
-                -len(set(_stages(reference)) & set(_stages(config))),
+                -len(set(_stages(theirs)) & set(_stages(own))),
                 len(set(own) ^ set(theirs)),
                 theirs.get("data.name") != own.get("data.name"),
                 name)
 
-    return min(library.items(), key=distance)
+    return min(library_paths, key=distance)
 
 
-def _stages(config) -> tuple:
-    stages = config.get("stages", ())
+def _stages(paths: dict) -> tuple:
+    stages = paths.get("stages", ())
     return tuple(stages) if isinstance(stages, (tuple, list)) else ()
 
 
@@ -80,15 +79,15 @@ def _topmost(paths) -> list:
     return found
 
 
-def _missing(config, nearest) -> list:
-    """The paths `nearest` has and `config` lacks, topmost first. The section of a stage
-    that comes after every stage `config` trains is not needed (stage 1 alone needs no
-    `ct`); an earlier stage's is (stage 2 builds stage 1's encoder from `mcqvae`)."""
-    own = node_paths(config)
+def _missing(own: dict, nearest: dict) -> list:
+    """The paths `nearest` has and `own` lacks, topmost first (both as `node_paths`).
+    The section of a stage that comes after every stage `own` trains is not needed
+    (stage 1 alone needs no `ct`); an earlier stage's is (stage 2 builds stage 1's
+    encoder from `mcqvae`)."""
     order = _stages(nearest)
-    trained = [order.index(stage) for stage in _stages(config) if stage in order]
+    trained = [order.index(stage) for stage in _stages(own) if stage in order]
     unneeded = set(order[max(trained) + 1:]) if trained else set()
-    return _topmost(path for path in node_paths(nearest)
+    return _topmost(path for path in nearest
                     if path not in own and path.split(".", 1)[0] not in unneeded)
 
 
@@ -113,9 +112,8 @@ def _guess(path: str, known: set) -> str:
     return f" (did you mean {' or '.join(elsewhere[:2])}?)" if elsewhere else ""
 
 
-def _missing_line(missing: list, nearest, name: str) -> str:
-    values = node_paths(nearest)
-    named = "; ".join(_as_set(path, values[path]) for path in missing[:_SHOWN])
+def _missing_line(missing: list, nearest: dict, name: str) -> str:
+    named = "; ".join(_as_set(path, nearest[path]) for path in missing[:_SHOWN])
     more = f" (and {len(missing) - _SHOWN} more)" if len(missing) > _SHOWN else ""
     module = name.rsplit("/", 1)[-1].removesuffix(".py")
     return (f"the config lacks fields its stages read: {named}{more}, as {name} (the "

@@ -43,6 +43,8 @@ def stacked_run_of(workdir: str | Path) -> Path | None:
     if workdir.parent.name != Path(SEED_WORKDIR).parent.name:
         return None
     try:
+        # Read here, not with config_file.read_config: that module imports records,
+        # which imports this one.
         trained = run_seeds(ml_collections.ConfigDict(
             json.loads((stacked / "config.json").read_text())))
     except (OSError, ValueError, AttributeError, TypeError):  # no run there, or not ours

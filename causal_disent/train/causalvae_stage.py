@@ -74,9 +74,11 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
             f"{tuple(dataset.label_names)}: one concept per label"
         )
     if optim.learning_rate <= 0:
-        raise ValueError("causalvae.optim.learning_rate must be positive")
+        raise ValueError("causalvae.optim.learning_rate must be positive, got "
+                         f"{optim.learning_rate!r}")
     if optim.max_grad_norm < 0:
-        raise ValueError("causalvae.optim.max_grad_norm must be >= 0 (0 = no clipping)")
+        raise ValueError("causalvae.optim.max_grad_norm must be >= 0 (0 = no clipping), got "
+                         f"{optim.max_grad_norm!r}")
     if train.num_steps <= 0 and train.num_epochs <= 0:
         raise ValueError("set causalvae.train.num_steps or causalvae.train.num_epochs > 0")
     if objective.lagrangian_update_every_steps < 1 or objective.penalty_growth <= 1:
@@ -105,19 +107,25 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
                                              objective.ci_permutations) < 1:
         raise ValueError(
             "causalvae.objective needs 0 < ci_alpha < 1 and ci_neighbours, ci_subsample, "
-            "ci_permutations >= 1"
+            f"ci_permutations >= 1, got ci_alpha={objective.ci_alpha!r}, "
+            f"ci_neighbours={objective.ci_neighbours!r}, ci_subsample={objective.ci_subsample!r}, "
+            f"ci_permutations={objective.ci_permutations!r}"
         )
     if objective.learned_edge_init == 0:
         raise ValueError("causalvae.objective.learned_edge_init must be nonzero (an edge's "
                          "starting strength)")
     if train.num_counterfactual_images < 0:
-        raise ValueError("causalvae.train.num_counterfactual_images must be >= 0 (0 = skip)")
+        raise ValueError("causalvae.train.num_counterfactual_images must be >= 0 (0 = skip), "
+                         f"got {train.num_counterfactual_images!r}")
     for directory in train.compare_workdirs:  # checked now, not after training
         causalvae_run.compared_config(Path(directory), config.data.name)
     if objective.label_prior_weight <= 0:
-        raise ValueError("causalvae.objective.label_prior_weight must be positive")
+        raise ValueError("causalvae.objective.label_prior_weight must be positive, got "
+                         f"{objective.label_prior_weight!r}")
     if train.graph_threshold < 0 or train.figure_values < 1:
-        raise ValueError("causalvae.train needs graph_threshold >= 0 and figure_values >= 1")
+        raise ValueError("causalvae.train needs graph_threshold >= 0 and figure_values >= 1, "
+                         f"got graph_threshold={train.graph_threshold!r}, "
+                         f"figure_values={train.figure_values!r}")
     check_batch_divisible(optim.batch_size, mesh, "causalvae.optim.batch_size")
     check_batch_divisible(train.eval_batch_size, mesh, "causalvae.train.eval_batch_size")
 

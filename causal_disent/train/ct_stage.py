@@ -73,7 +73,8 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
             f"ct.optim.schedule must be one of {SCHEDULES}, got {config.ct.optim.schedule!r}"
         )
     if not 0 <= config.ct.optim.final_learning_fraction <= 1:
-        raise ValueError("ct.optim.final_learning_fraction must be in [0, 1]")
+        raise ValueError("ct.optim.final_learning_fraction must be in [0, 1], got "
+                         f"{config.ct.optim.final_learning_fraction!r}")
     if train.code_source not in ct_codes.SOURCES:
         raise ValueError(
             f"ct.train.code_source must be one of {ct_codes.SOURCES}, got {train.code_source!r}"

@@ -129,8 +129,11 @@ def test_intervention_on_a_concept_out_of_range_is_refused():
 @pytest.mark.parametrize("field, value, message", [
     ("model.decoder", "deconv", "causalvae.model.decoder 'deconv' is unknown"),
     ("objective.graph_learning", "magic", "graph_learning 'magic' is unknown"),
-    ("objective.ci_alpha", 1.5, "0 < ci_alpha < 1"),
+    ("objective.ci_alpha", 1.5, "0 < ci_alpha < 1.*got ci_alpha=1.5,"),
     ("objective.learned_edge_init", 0.0, "learned_edge_init must be nonzero"),
+    ("objective.label_prior_weight", -1.0, "label_prior_weight must be positive, got -1.0"),
+    ("train.graph_threshold", -0.5, "got graph_threshold=-0.5, figure_values="),
+    ("optim.learning_rate", 0.0, "learning_rate must be positive, got 0.0"),
 ])
 def test_bad_graph_settings_are_refused(tmp_path, field, value, message):
     config = causalvae_pendulum.get_config("tiny")

@@ -36,7 +36,7 @@ from causal_disent.evaluation.metrics import graphs, mic
 from causal_disent.objectives import causalvae as cv
 from causal_disent.objectives.causalvae_variants import LabelScaling
 from causal_disent.runs import causalvae as causalvae_run
-from causal_disent.utils import figures
+from causal_disent.utils import figures, host_memory
 from causal_disent.utils.images import images_to_unit_range
 from causal_disent.utils.sharding import batch_sharded, padded_global_batches, replicated
 
@@ -71,6 +71,9 @@ def concept_scorer(model, mesh: Mesh, batch_size: int):
         bce = jnp.sum(optax.sigmoid_binary_cross_entropy(logits, images), axis=(1, 2, 3))
         mse = jnp.mean((jax.nn.sigmoid(logits) - images) ** 2, axis=(1, 2, 3))
         return {"codes": jnp.mean(outputs["z"], axis=-1), "bce": bce, "mse": mse}
+
+    per_image = host_memory.compiled_ahead(per_image, "an evaluation batch",
+                                           field="causalvae.train.eval_batch_size")
 
     def score(params, dataset, indices: np.ndarray) -> dict[str, Any]:
         chunks = []

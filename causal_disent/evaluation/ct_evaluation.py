@@ -16,7 +16,7 @@ from causal_disent.data import transitions
 from causal_disent.evaluation import ct_retrieval
 from causal_disent.objectives import ct as ct_objectives
 from causal_disent.runs import ct as ct_run
-from causal_disent.utils import figures
+from causal_disent.utils import figures, host_memory
 from causal_disent.utils.images import images_to_unit_range
 from causal_disent.utils.sharding import padded_global_batches, replicated
 
@@ -245,6 +245,8 @@ def _transition_scores(model, params, mcqvae, mcqvae_params, dataset, pairs, cod
             "reconstruction_mse": jnp.mean((decode(y_codes) - target) ** 2, axis=(1, 2, 3)),
         }
 
+    score = host_memory.compiled_ahead(score, "scoring a batch of pairs",
+                                       field="ct.train.eval_batch_size")
     collected = []
     batches = padded_global_batches(len(pairs["action"]), batch_size, mesh, lambda index: {
         "x_codes": codes["x"][index], "y_codes": codes["y"][index],

@@ -9,6 +9,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
 from causal_disent.objectives import ct as ct_objectives
+from causal_disent.utils import host_memory
 from causal_disent.utils.images import images_to_unit_range
 from causal_disent.utils.sharding import batch_sharded, padded_global_batches, replicated
 
@@ -27,7 +28,9 @@ def make_encoder(mcqvae, mesh: Mesh):
         )
         return codes.reshape(codes.shape[0], -1)  # codebook-major, row, column
 
-    return encode
+    return host_memory.compiled_ahead(
+        encode, "encoding a batch of images",
+        field="ct.train.eval_batch_size (ct.train.code_cache_batch_size for the code cache)")
 
 
 def encode_images(encode, mcqvae_params, dataset, image_index: np.ndarray, mesh: Mesh,
@@ -50,7 +53,8 @@ def _probabilities_fn(model, mesh: Mesh):
         every = model.apply({"params": params}, x_codes, rngs=rngs, method=model.all_actions)
         return jax.nn.softmax(ct_objectives.action_scores(every["logits"], y_codes), axis=-1)
 
-    return probabilities
+    return host_memory.compiled_ahead(probabilities, "scoring a batch of pairs",
+                                      field="ct.train.eval_batch_size")
 
 
 def action_probabilities(model, params, x_codes: np.ndarray, y_codes: np.ndarray,

@@ -7,6 +7,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
+from causal_disent.utils import host_memory
 from causal_disent.utils.images import images_to_unit_range
 from causal_disent.utils.sharding import batch_sharded, padded_global_batches, replicated
 
@@ -18,11 +19,11 @@ def image_summer(batch_sums: Callable, mesh: Mesh) -> Callable:
     sharded over `mesh` on padded batches of `batch_size` images in [0, 1]; `valid`
     [batch_size] is 1.0 for real images and 0.0 for the padding, which the sums must
     weigh out. Returns host arrays."""
-    jitted = jax.jit(
+    jitted = host_memory.compiled_ahead(jax.jit(
         lambda params, images, valid: batch_sums(params, images_to_unit_range(images), valid),
         in_shardings=(replicated(mesh), batch_sharded(mesh), batch_sharded(mesh)),
         out_shardings=replicated(mesh),
-    )
+    ), "an evaluation batch", field="the stage's train.eval_batch_size")
 
     def summed(params, dataset, indices: np.ndarray, batch_size: int) -> dict:
         totals = None

@@ -47,6 +47,9 @@ def explain(stage: str, config: ml_collections.ConfigDict, error: BaseException)
     section = config[stage]
     fields = [f"{stage}.optim.batch_size ({section.optim.batch_size})",
               f"{stage}.train.eval_batch_size ({section.train.eval_batch_size})"]
+    if "code_cache_batch_size" in section.train:  # stage 2 encodes its code cache
+        fields.append(f"{stage}.train.code_cache_batch_size "
+                      f"({section.train.code_cache_batch_size})")
     if config.get("num_seeds", 1) > 1:
         fields.append(f"num_seeds ({config.num_seeds})")
     fields.append(f"the sizes in {stage}.model")

@@ -37,11 +37,11 @@ from causal_disent.runs import tensorboard
 from causal_disent.runs.checkpoint import StageCheckpoints
 from causal_disent.runs.restore import placed_like
 from causal_disent.runs.results import read_results, update_results
-from causal_disent.train import host_memory, multi_step, resume
+from causal_disent.train import multi_step, resume
 from causal_disent.train.device_data import DeviceData, place
 from causal_disent.train.loop import fit
 from causal_disent.train.reporting import MetricsWriter
-from causal_disent.utils import console
+from causal_disent.utils import console, host_memory
 from causal_disent.utils.sharding import batch_sharded, global_batch, replicated
 
 # (state, global batch, rng) -> (state, metrics); the runner jits it.

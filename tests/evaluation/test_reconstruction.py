@@ -3,6 +3,7 @@ reconstruction's error."""
 
 import flax.linen as nn
 import numpy as np
+import pytest
 from PIL import Image
 
 from causal_disent.evaluation import drawings, reconstruction
@@ -74,3 +75,26 @@ def test_reconstruction_scores_equal_a_direct_computation_on_padded_batches():
             np.testing.assert_allclose(scores["codebook_perplexity"][codebook],
                                        np.exp(-(probs * np.log(probs)).sum()), atol=2e-3)
         assert scores["num_images"] == len(indices)
+
+
+def test_an_evaluation_batch_the_host_cannot_hold_is_refused_before_it_runs(monkeypatch):
+    """On a CPU the evaluations' sums are compiled ahead and their memory held against
+    the host's (a `:small` β-VAE with eval_batch_size 73 728 was killed, status 137)."""
+    import jax.numpy as jnp
+
+    from causal_disent.evaluation import image_sums
+    from causal_disent.utils import host_memory
+    from causal_disent.utils.sharding import make_data_mesh
+
+    class Images:
+        def images(self, index):
+            return np.full((len(index), 4, 4, 1), 255, np.uint8)
+
+    summed = image_sums.image_summer(
+        lambda params, images, valid: {"pixels": jnp.einsum("b,bhwc->", valid, images)},
+        make_data_mesh())
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 0)
+    with pytest.raises(MemoryError, match="^an evaluation batch needs"):
+        summed({}, Images(), np.arange(5), 8)
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 2**40)
+    assert float(summed({}, Images(), np.arange(5), 8)["pixels"]) == 5 * 16

@@ -1,4 +1,4 @@
-"""A training call's memory against the host's (train/host_memory.py): what Linux
+"""A training call's memory against the host's (utils/host_memory.py): what Linux
 says is left, what XLA plans for a compiled call, and the runner refusing a call that
 cannot fit before it runs (on a CPU the kernel would kill the process instead)."""
 
@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from causal_disent.train import host_memory, runner
+from causal_disent.train import runner
+from causal_disent.utils import host_memory
 from causal_disent.utils.sharding import make_data_mesh
 
 GIB = 2**30
@@ -84,3 +85,40 @@ def test_the_runner_refuses_a_step_the_host_cannot_hold_before_running_it(monkey
         state, metrics = step_fn(state, batch, call)
     expected = 2 * np.outer(batch["x"], batch["x"]).sum()
     assert float(state) == float(metrics["loss"]) == expected
+
+
+
+class _CountedJit:
+    """A jitted function that counts the programs compiled ahead from it."""
+
+    def __init__(self, function):
+        self.jitted, self.compiles = jax.jit(function), 0
+
+    def trace(self, *args):
+        self.compiles += 1
+        return self.jitted.trace(*args)
+
+
+def test_an_evaluation_compiled_ahead_is_refused_before_it_runs_and_else_runs_as_jitted(
+        monkeypatch, capsys):
+    """`compiled_ahead` (the evaluations' jitted functions): one program for each kind
+    of input, held against the host before it first runs; the values are the jitted
+    function's."""
+    counted = _CountedJit(lambda params, x: jnp.outer(x, x) * params["scale"])
+    params, x = {"scale": jnp.float32(2.0)}, np.arange(1000, dtype=np.float32)
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 4 * 1000 * 1000 - 1)
+    call = host_memory.compiled_ahead(counted, "an evaluation batch", field="eval_batch_size")
+    with pytest.raises(MemoryError, match=r"^an evaluation batch needs 0.0 GiB beyond its "
+                                          r"inputs, by XLA's plan of it"):
+        call(params, x)  # its output alone is 4 MB
+
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 5 * 1000 * 1000)
+    call = host_memory.compiled_ahead(counted, "an evaluation batch", field="eval_batch_size")
+    counted.compiles = 0
+    for shift in range(3):
+        np.testing.assert_array_equal(call(params, x + shift), counted.jitted(params, x + shift))
+    assert counted.compiles == 1
+    note = capsys.readouterr().out  # 4 of 5 MB: tight
+    assert "note: an evaluation batch needs" in note and "lower eval_batch_size" in note
+    call(params, x[:10])  # another kind of input: compiled and checked again
+    assert counted.compiles == 2

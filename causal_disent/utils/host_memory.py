@@ -4,11 +4,14 @@ On a GPU or TPU, XLA knows the device's memory and fails an allocation that does
 fit with RESOURCE_EXHAUSTED, which train/out_of_memory.py turns into one line. On a
 CPU the device memory is the host's, and Linux grants every allocation until the
 kernel kills the process: a β-VAE :tiny run with `vae.optim.batch_size=100000` was
-killed ("Killed", status 137) on a 24 GiB machine while its first step ran, with
-nothing said. XLA plans every buffer of a program when it compiles it
+killed ("Killed", status 137) on a 24 GiB machine while its first step ran, and a
+`:small` run with `vae.train.eval_batch_size=73728` while its first evaluation ran,
+with nothing said. XLA plans every buffer of a program when it compiles it
 (`memory_analysis()`), so the need is known before the call: a call that needs more
-than the host has available raises MemoryError instead, which the stage reports as
-running out of the host's memory, naming the fields to lower.
+than the host has available raises MemoryError instead, which the stage (or
+`causal_disent.evaluate`) reports as running out of the host's memory, naming the
+fields to lower. The training runner compiles its calls ahead itself; evaluations
+wrap their jitted functions in `compiled_ahead`.
 """
 
 from pathlib import Path
@@ -59,11 +62,13 @@ def new_bytes(executable) -> int | None:
     return stats.temp_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
 
 
-def check_fits(executable, what: str, stage: str) -> None:
-    """MemoryError when `what` (a compiled call of `stage` on CPU devices) would
-    allocate more than the host has available, and a console note when it would leave
-    under a quarter of it (the input pipeline allocates its batches beside it: 16.8 of
-    22 GiB was killed); nothing on other platforms, which report it themselves."""
+def check_fits(executable, what: str, stage: str | None = None,
+               field: str | None = None) -> None:
+    """MemoryError when `what` (a compiled call on CPU devices) would allocate more
+    than the host has available, and a console note naming `field` (default:
+    `stage`.optim.batch_size) when it would leave under a quarter of it (the input
+    pipeline allocates its batches beside it: 16.8 of 22 GiB was killed); nothing on
+    other platforms, which report it themselves."""
     if jax.devices()[0].platform != "cpu":
         return
     needed, available = new_bytes(executable), available_bytes()
@@ -71,9 +76,34 @@ def check_fits(executable, what: str, stage: str) -> None:
         return
     planned = (f"{what} needs {needed / _GIB:.1f} GiB beyond its inputs, by XLA's plan of "
                f"it, and the host has {available / _GIB:.1f} GiB available")
-    logging.info("[%s] %s", stage, planned)  # log.txt: what a killed run had been told
+    prefix = f"[{stage}] " if stage else ""
+    logging.info("%s%s", prefix, planned)  # log.txt: what a killed run had been told
     if needed > available:
         raise MemoryError(planned)
     if needed > _TIGHT * available:
-        console.say(f"[{stage}] note: {planned}; if the system kills the run (status 137, "
-                    f"\"Killed\"), lower {stage}.optim.batch_size")
+        console.say(f"{prefix}note: {planned}; if the system kills the run (status 137, "
+                    f"\"Killed\"), lower {field or f'{stage}.optim.batch_size'}")
+
+
+def compiled_ahead(jitted, what: str, field: str):
+    """`jitted` (a jax.jit function without static arguments), or on CPU devices the
+    same function compiled ahead of its first call with each kind of input (the
+    leaves' shapes, dtypes and shardings), its memory held against the host's
+    (`check_fits`, naming `field` in the note) before that program first runs; later
+    calls of the kind run the same executable, as jit's own cache would."""
+    if jax.devices()[0].platform != "cpu":
+        return jitted
+    executables = {}
+
+    def call(*args):
+        leaves, structure = jax.tree.flatten(args)
+        kind = (structure, tuple((jax.typeof(leaf), getattr(leaf, "sharding", None))
+                                 for leaf in leaves))
+        executable = executables.get(kind)
+        if executable is None:
+            executable = jitted.trace(*args).lower().compile()
+            check_fits(executable, what, field=field)
+            executables[kind] = executable
+        return executable(*args)
+
+    return call

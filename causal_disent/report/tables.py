@@ -31,13 +31,16 @@ LOOP_CASES = {"betavae": "β-VAE", "betavae_s8": "β-VAE, 8 stacked seeds",
 
 def _loop_cells(case: dict | None) -> str:
     """Loop / bare steps/s (ratio); a case measured several times shows its median
-    run and the range of the ratios."""
+    run and the range of the ratios; `run_steps`, where given, each run's length."""
     if case is None:
         return "–"
     spread = ""
+    length = f" of {case['run_steps']} steps" if "run_steps" in case else ""
     if "repeats" in case:
         ratios = [run["ratio"] for run in case["repeats"]]
-        spread = f"; {min(ratios):.2f}–{max(ratios):.2f} over {len(ratios)} runs"
+        spread = f"; {min(ratios):.2f}–{max(ratios):.2f} over {len(ratios)} runs{length}"
+    elif length:
+        spread = f"; one run{length}"
     return (f"{case['loop_steps_per_s']:.1f} / {case['bare_steps_per_s']:.1f} "
             f"(**{case['ratio']:.2f}**{spread})")
 
@@ -183,12 +186,14 @@ def first_state_compilation(results: Results) -> str:
 
 # CPU records of the loop benchmark, each column's in the order a later one's case
 # replaces an earlier one's: every case at k = 1 and k = 4; then, at k = 1, CT-VAE stage
-# 2 on its code cache and eight stacked β-VAE seeds, and stage 2 again as the median of
-# five runs; at k = 4, stage 2 (device data), β-VAE and MCQ-VAE as medians of five runs.
+# 2 on its code cache and eight stacked β-VAE seeds, stage 2 again as the median of
+# five runs, and as the median of three runs of 1000 steps (its checkpoint cadence's
+# share of a run); at k = 4, stage 2 (device data), β-VAE and MCQ-VAE as medians of
+# five runs.
 CPU_LOOP_COLUMNS = {
     "k = 1: loop / bare steps/s (ratio)": (
         "loop_overhead_cpu_k1", "loop_overhead_cpu_k1_ct_cache_s8",
-        "loop_overhead_cpu_k1_ct_cache_repeats"),
+        "loop_overhead_cpu_k1_ct_cache_repeats", "loop_overhead_cpu_k1_ct_cache_1000"),
     "k = 4: loop / bare steps/s (ratio)": (
         "loop_overhead_cpu_k4", "loop_overhead_cpu_k4_ct_cache",
         "loop_overhead_cpu_k4_repeats"),
@@ -198,9 +203,15 @@ CPU_LOOP_RECORDS = tuple(name for names in CPU_LOOP_COLUMNS.values() for name in
 
 def loop_overhead_cpu(results: Results) -> str:
     """Whole loop against the bare step on 2 CPU cores, one step a call and four."""
-    one, four = ({"cases": {case: figures for name in names
-                            for case, figures in results.record(name)["figures"]["cases"].items()}}
-                 for names in CPU_LOOP_COLUMNS.values())
+    def column(names: tuple[str, ...]) -> dict:
+        cases = {}
+        for name in names:
+            figures = results.record(name)["figures"]
+            for case, measured in figures["cases"].items():
+                cases[case] = {**measured, "run_steps": figures["steps"]}
+        return {"cases": cases}
+
+    one, four = (column(names) for names in CPU_LOOP_COLUMNS.values())
     return _loop_table(one, four, *CPU_LOOP_COLUMNS)
 
 
@@ -227,7 +238,8 @@ def loop_overhead_parts(results: Results) -> str:
 
 def _cpu_loop_title(record: dict) -> str:
     figures = record["figures"]
-    title = f"{machine_name(record['machine'])}, k = {figures['steps_per_call']}"
+    title = (f"{machine_name(record['machine'])}, k = {figures['steps_per_call']}, "
+             f"{figures['steps']} steps")
     if figures.get("device_data") == "on":
         title += ", device data"
     if figures.get("repeats", 1) > 1:

@@ -53,36 +53,56 @@ def available_bytes() -> int | None:
 
 
 def new_bytes(executable) -> int | None:
-    """The bytes a call of the compiled `executable` allocates beyond its inputs: its
-    temporaries and the outputs not written over donated inputs (None if XLA gives no
-    plan)."""
+    """The bytes a call of the compiled `executable` allocates on this host beyond its
+    inputs: its temporaries and the outputs not written over donated inputs, on each
+    of the host's devices it runs on (XLA plans one device's program; CPU devices
+    share the host's memory), or None if XLA gives no plan."""
     stats = executable.memory_analysis()
     if stats is None:
         return None
-    return stats.temp_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
+    shardings = jax.tree.leaves((executable.input_shardings, executable.output_shardings))
+    devices = max((len(sharding.addressable_devices) for sharding in shardings), default=1)
+    per_device = stats.temp_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
+    return per_device * devices
+
+
+def array_bytes(tree) -> int:
+    """The bytes of a pytree's arrays, each counted once however many devices hold a
+    replica of it (a checkpoint copies one)."""
+    return sum(int(getattr(leaf, "nbytes", 0)) for leaf in jax.tree.leaves(tree))
 
 
 def check_fits(executable, what: str, stage: str | None = None,
-               field: str | None = None) -> None:
+               field: str | None = None, saved_copy_bytes: int = 0) -> None:
     """MemoryError when `what` (a compiled call on CPU devices) would allocate more
     than the host has available, and a console note naming `field` (default:
-    `stage`.optim.batch_size) when it would leave under a quarter of it (the input
-    pipeline allocates its batches beside it: 16.8 of 22 GiB was killed); nothing on
-    other platforms, which report it themselves."""
+    `stage`.optim.batch_size and the model's sizes) when it would leave under a
+    quarter of it (the input pipeline allocates its batches beside it: 16.8 of 22 GiB
+    was killed); nothing on other platforms, which report it themselves.
+    `saved_copy_bytes`: what a checkpoint's host copy of the state takes while the
+    calls go on (Orbax copies the state, then writes it in the background): a
+    520-million-parameter β-VAE whose step fitted was killed after its first save."""
     if jax.devices()[0].platform != "cpu":
         return
     needed, available = new_bytes(executable), available_bytes()
     if needed is None or available is None:
         return
-    planned = (f"{what} needs {needed / _GIB:.1f} GiB beyond its inputs, by XLA's plan of "
-               f"it, and the host has {available / _GIB:.1f} GiB available")
+    planned = f"{what} needs {needed / _GIB:.1f} GiB beyond its inputs, by XLA's plan of it, "
+    if saved_copy_bytes:
+        planned += (f"and a checkpoint's copy of the state {saved_copy_bytes / _GIB:.1f} GiB "
+                    "beside it; the host has ")
+    else:
+        planned += "and the host has "
+    planned += f"{available / _GIB:.1f} GiB available"
+    needed += saved_copy_bytes
     prefix = f"[{stage}] " if stage else ""
     logging.info("%s%s", prefix, planned)  # log.txt: what a killed run had been told
     if needed > available:
         raise MemoryError(planned)
     if needed > _TIGHT * available:
+        lower = field or f"{stage}.optim.batch_size or the sizes in {stage}.model"
         console.say(f"{prefix}note: {planned}; if the system kills the run (status 137, "
-                    f"\"Killed\"), lower {field or f'{stage}.optim.batch_size'}")
+                    f"\"Killed\"), lower {lower}")
 
 
 def compiled_ahead(jitted, what: str, field: str):

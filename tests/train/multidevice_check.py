@@ -27,7 +27,7 @@ from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
 from causal_disent.objectives.vae import bind_loss  # noqa: E402
 from causal_disent.runs import vae as vae_run  # noqa: E402
 from causal_disent.train import code_cache  # noqa: E402
-from causal_disent.utils import sharding  # noqa: E402
+from causal_disent.utils import host_memory, sharding  # noqa: E402
 from causal_disent.train.state import TrainState, train_step  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402
 
@@ -122,6 +122,15 @@ def compare_factor_vae():
             "rows_from_another_shard": int(np.sum(shard_of[permuted] != shard_of[:, None]))}
 
 
+def planned_copies(devices) -> float:
+    """A replicated array's copy on `devices`, by host_memory's reading of XLA's plan,
+    in copies of the array: one per device, since CPU devices share the host."""
+    mesh = sharding.make_data_mesh(devices)
+    matrix = jax.device_put(np.ones((64, 1000), np.float32), sharding.replicated(mesh))
+    executable = jax.jit(lambda x: x + 1).trace(matrix).lower().compile()
+    return host_memory.new_bytes(executable) / matrix.nbytes
+
+
 def main():
     assert jax.device_count() == 8
     model = models.build_mcqvae(tiny_config().mcqvae.model, out_channels=3)
@@ -144,6 +153,8 @@ def main():
         "ct_max_diff_per_mode": compare_ct_modes(),
         "code_cache_differences_and_distinct_codes": compare_code_cache(model, params, dataset),
         "compare_factor_vae": compare_factor_vae(),
+        "planned_copies_on_1_and_8_devices": [planned_copies(jax.devices()[:1]),
+                                              planned_copies(jax.devices())],
     }))
 
 

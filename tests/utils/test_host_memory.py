@@ -59,6 +59,14 @@ def test_a_call_that_cannot_fit_is_refused_and_a_tight_one_noted(monkeypatch, ca
     monkeypatch.setattr(host_memory, "available_bytes", lambda: 10 * needed)
     host_memory.check_fits(compiled_outer(), "the step", "vae")
     assert "note" not in capsys.readouterr().out
+    # A checkpoint's host copy of the state is held beside the calls that follow it.
+    with pytest.raises(MemoryError, match=r"the step needs 0.0 GiB beyond its inputs, by "
+                                          r"XLA's plan of it, and a checkpoint's copy of "
+                                          r"the state 0.0 GiB beside it; the host has"):
+        host_memory.check_fits(compiled_outer(), "the step", "vae",
+                               saved_copy_bytes=9 * needed + 1)
+    assert host_memory.array_bytes({"a": jnp.ones((3, 4)), "b": [np.ones(5, np.uint8)]}) \
+        == 3 * 4 * 4 + 5
 
 
 def test_the_runner_refuses_a_step_the_host_cannot_hold_before_running_it(monkeypatch):
@@ -122,3 +130,4 @@ def test_an_evaluation_compiled_ahead_is_refused_before_it_runs_and_else_runs_as
     assert "note: an evaluation batch needs" in note and "lower eval_batch_size" in note
     call(params, x[:10])  # another kind of input: compiled and checked again
     assert counted.compiles == 2
+

@@ -3,8 +3,9 @@
 Left unchecked, a split fraction of 0 for the test split trains a whole run and then
 fails to score it; a batch larger than the training split fails in the input
 pipeline once the model is built; an evaluation batch of ten million images asks the
-host for 38 GiB after training; and a learning curve of 0 images fails at its first
-point. Each is one line here instead, naming the field and a value that works.
+host for 38 GiB after training (a code cache batch of two million images had the
+process killed); and a learning curve of 0 images fails at its first point. Each is
+one line here instead, naming the field and a value that works.
 """
 
 import ml_collections
@@ -47,6 +48,12 @@ def check_split_sizes(config: ml_collections.ConfigDict, dataset) -> None:
                 f"{stage}.train.eval_batch_size = {eval_batch_size} is more than the "
                 f"{sizes['test']} images of {config.data.name}'s test split, which no "
                 f"evaluation batch needs; lower it")
+        cache_batch_size = section.train.get("code_cache_batch_size", 0)
+        if cache_batch_size > dataset.num_images:  # the code cache encodes every image
+            raise ValueError(
+                f"{stage}.train.code_cache_batch_size = {cache_batch_size} is more than the "
+                f"{dataset.num_images} images of {config.data.name}, which the code cache "
+                f"encodes; lower it")
 
 
 def check_curve_sizes(config: ml_collections.ConfigDict) -> None:

@@ -80,6 +80,21 @@ def test_a_metric_does_not_depend_on_the_others(dsprites, identity_card):
     assert scores_of(reseeded, "sap") != scores_of(alone, "sap")
 
 
+def test_a_sample_the_host_cannot_hold_is_refused_before_any_metric_runs(dsprites,
+                                                                         monkeypatch):
+    """Each metric holds at least two copies of its points' factors and codes
+    (card.SAMPLE_COPIES_FLOOR); beyond the host's memory the card stops at once."""
+    from causal_disent.utils import host_memory
+
+    rep = representations.identity_representation(dsprites)
+    floor = 2 * 1000 * (dsprites.num_factors + len(common.scored_factor_indices(dsprites))) * 8
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: floor - 1)
+    with pytest.raises(MemoryError, match=r"^1000 points a metric need at least 0.0 GiB"):
+        card.metric_card(dsprites, rep, ["mig"], num_samples=1000)
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: floor)
+    assert card.metric_card(dsprites, rep, ["mig"], num_samples=1000)["num_samples"] == 1000
+
+
 def test_metric_names_are_checked():
     assert card.parse_metric_names("all") == list(card.METRICS)
     assert card.parse_metric_names("dci, mig") == ["mig", "dci"]  # card order

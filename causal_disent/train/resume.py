@@ -9,7 +9,7 @@ from jax.sharding import Mesh
 from causal_disent.runs.checkpoint import StageCheckpoints
 from causal_disent.runs.restore import placed_like
 from causal_disent.runs.results import read_results
-from causal_disent.utils import console
+from causal_disent.utils import console, host_memory
 from causal_disent.utils.sharding import replicated
 
 
@@ -25,15 +25,21 @@ from causal_disent.utils.sharding import replicated
 FIRST_STATE_COMPILER_OPTIONS = {"cpu": {"xla_backend_optimization_level": 1}}
 
 
-def fresh_state(create_state: Callable, mesh: Mesh):
+def fresh_state(create_state: Callable, mesh: Mesh, stage: str = ""):
     """`create_state()` jitted with FIRST_STATE_COMPILER_OPTIONS for the platform of
     `mesh`'s devices, replicated over `mesh`. A process that compiles everything
     with the least optimisation (JAX_DISABLE_MOST_OPTIMIZATIONS, as the tests do)
-    keeps that for this program too."""
+    keeps that for this program too. Compiled ahead of its run, so that on a CPU its
+    memory is held against the host's first (3000 stacked `:small` seeds were killed
+    making their 25 GiB state)."""
     options = FIRST_STATE_COMPILER_OPTIONS.get(mesh.devices.flat[0].platform)
     if options and jax.config.read("jax_disable_most_optimizations"):
         options = None
-    return jax.jit(create_state, out_shardings=replicated(mesh), compiler_options=options)()
+    jitted = jax.jit(create_state, out_shardings=replicated(mesh), compiler_options=options)
+    executable = jitted.trace().lower().compile()
+    host_memory.check_fits(executable, "the model's first state", stage or None,
+                           field="num_seeds or the model's sizes")
+    return executable()
 
 
 def start_or_resume(
@@ -54,7 +60,7 @@ def start_or_resume(
     state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
     if state is None:
         console.say(f"[{stage}] initialising the model (compiling its first state)...")
-        state = fresh_state(create_state, mesh)
+        state = fresh_state(create_state, mesh, stage)
         console.say(f"[{stage}] {sum(p.size for p in jax.tree.leaves(state.params)):,} "
                     f"parameters; training {total_steps:,} steps")
         return state, 0, None

@@ -64,3 +64,12 @@ def test_the_fresh_state_compiles_with_the_options_of_its_devices_platform(
         resume.fresh_state(create_state, mesh)
     jax.config.update("jax_disable_most_optimizations", True)  # as in the tests
     assert bytes_of(resume.fresh_state(create_state, mesh))  # compiled as every program
+
+
+def test_a_first_state_the_host_cannot_hold_is_refused_before_it_is_made(monkeypatch):
+    """3000 stacked `:small` seeds were killed (status 137) making their state."""
+    from causal_disent.utils import host_memory
+
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 0)
+    with pytest.raises(MemoryError, match="^the model's first state needs"):
+        resume.fresh_state(create_state, make_data_mesh(), "vae")

@@ -115,8 +115,8 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
 
 # What a metric holds a point, in copies of its factors and codes (int64, float64):
 # at least the sample and one array of its size (MIG's discretised codes); measured at
-# 2 000 000 points on the identity map of dsprites_synth, MIG held 2.7 copies, and at
-# 200 000, SAP 6.9 and Modularity/Explicitness 12.
+# 2 000 000 points on the identity map of dsprites_synth, MIG held 2.7 copies and
+# Modularity/Explicitness 12, and SAP 6.9 at 200 000.
 SAMPLE_COPIES_FLOOR = 2
 
 

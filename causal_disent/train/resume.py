@@ -25,7 +25,7 @@ from causal_disent.utils.sharding import replicated
 FIRST_STATE_COMPILER_OPTIONS = {"cpu": {"xla_backend_optimization_level": 1}}
 
 
-def fresh_state(create_state: Callable, mesh: Mesh, stage: str = ""):
+def fresh_state(create_state: Callable, mesh: Mesh, stage: str | None = None):
     """`create_state()` jitted with FIRST_STATE_COMPILER_OPTIONS for the platform of
     `mesh`'s devices, replicated over `mesh`. A process that compiles everything
     with the least optimisation (JAX_DISABLE_MOST_OPTIMIZATIONS, as the tests do)
@@ -36,10 +36,8 @@ def fresh_state(create_state: Callable, mesh: Mesh, stage: str = ""):
     if options and jax.config.read("jax_disable_most_optimizations"):
         options = None
     jitted = jax.jit(create_state, out_shardings=replicated(mesh), compiler_options=options)
-    executable = jitted.trace().lower().compile()
-    host_memory.check_fits(executable, "the model's first state", stage or None,
-                           field="num_seeds or the model's sizes")
-    return executable()
+    return host_memory.compile_checked(jitted, (), "the model's first state", stage,
+                                       field="num_seeds or the model's sizes")()
 
 
 def start_or_resume(

@@ -277,9 +277,9 @@ def compiled_step_fn(training: Training, mesh: Mesh, stage: str = "",
             # Compiled ahead of its first call, so that its memory is known before it
             # runs; later calls run this executable (the jitted function's own dispatch
             # costs the same: 0.21 ms a call either way on 2 CPU cores).
-            compiled[key] = compiled[key].trace(*inputs).lower().compile()
-            host_memory.check_fits(compiled[key], what, stage,
-                                   saved_copy_bytes=host_memory.array_bytes(state))
+            compiled[key] = host_memory.compile_checked(
+                compiled[key], inputs, what, stage,
+                saved_copy_bytes=host_memory.array_bytes(state))
         return compiled[key](*inputs)
 
     def step_fn(state, local_batch: dict, step: int):

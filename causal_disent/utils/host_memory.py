@@ -105,6 +105,16 @@ def check_fits(executable, what: str, stage: str | None = None,
                     f"\"Killed\"), lower {lower}")
 
 
+def compile_checked(jitted, args: tuple, what: str, stage: str | None = None,
+                    field: str | None = None, saved_copy_bytes: int = 0):
+    """`jitted` compiled for `args` and its memory held against the host's
+    (`check_fits`, with the other arguments) before anything runs it: the executable
+    to call with `args`' kind of input."""
+    executable = jitted.trace(*args).lower().compile()
+    check_fits(executable, what, stage, field, saved_copy_bytes)
+    return executable
+
+
 def compiled_ahead(jitted, what: str, field: str):
     """`jitted` (a jax.jit function without static arguments), or on CPU devices the
     same function compiled ahead of its first call with each kind of input (the
@@ -121,8 +131,7 @@ def compiled_ahead(jitted, what: str, field: str):
                                  for leaf in leaves))
         executable = executables.get(kind)
         if executable is None:
-            executable = jitted.trace(*args).lower().compile()
-            check_fits(executable, what, field=field)
+            executable = compile_checked(jitted, args, what, field=field)
             executables[kind] = executable
         return executable(*args)
 

@@ -46,7 +46,9 @@ def main(argv) -> None:
         sys.exit("error: give at least one --group=LABEL=WORKDIR,...")
     from causal_disent.evaluation import card_summary
     from causal_disent.runs import records
+    from causal_disent.utils import console
 
+    console.quiet_stderr()  # a record names the machine: JAX's backend probe logs its INFO
     groups, recorded = [], {}
     try:
         recorder = records.Recorder("-m causal_disent.summarize", _RECORD.value)

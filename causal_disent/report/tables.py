@@ -313,7 +313,9 @@ TABLES: dict[str, Callable[[Results], str]] = {
         "consistency_scorings_xblock_init_shapes3d_small"),
     "consistency_xvae_xblock_init": lambda results: vae_tables.consistency_shapes3d(
         results, "consistency_xvae_xblock_init_shapes3d_small",
-        "consistency_scorings_xvae_xblock_init_shapes3d_small"),
+        "consistency_scorings_xvae_xblock_init_shapes3d_small",
+        ("consistency_xvae_ci_means_xblock_init_shapes3d_small",
+         "consistency_scorings_xvae_ci_means_xblock_init_shapes3d_small")),
     "metric_card_bounds": vae_tables.metric_card_bounds,
     "metric_card_time": vae_tables.metric_card_time,
     "zoo_dsprites_synth_small": lambda results: vae_tables.zoo_small(results, "dsprites_synth"),

@@ -10,10 +10,21 @@ from causal_disent.runs.records import RecordError
 
 
 def consistency_shapes3d(results: Results, summary_record: str = "consistency_shapes3d_small",
-                         scorings_record: str = "consistency_scorings_shapes3d_small") -> str:
+                         scorings_record: str = "consistency_scorings_shapes3d_small",
+                         *more: tuple[str, str]) -> str:
     """INV / EQV / SCN under both normalisations, with each model's test BCE: the groups
     of `summary_record` (causal_disent.summarize) scored by `scorings_record`
-    (benchmarks/consistency_scorings.py)."""
+    (benchmarks/consistency_scorings.py), then those of each further (summary,
+    scorings) pair in `more`, so that runs recorded apart can stand in one table."""
+    rows = []
+    for summary_name, scorings_name in ((summary_record, scorings_record), *more):
+        rows += _consistency_rows(results, summary_name, scorings_name)
+    return table(["model", "seeds", "test BCE", "INV off-diag., authors' / unit-free",
+                  "INV diagonal", "EQV mean", "SCN mean", "CPU minutes (all seeds)"], rows)
+
+
+def _consistency_rows(results: Results, summary_record: str,
+                      scorings_record: str) -> list[list[str]]:
     summary = results.record(summary_record)["figures"]["groups"]
     scorings = results.record(scorings_record)
     rows = []
@@ -30,8 +41,7 @@ def consistency_shapes3d(results: Results, summary_record: str = "consistency_sh
                    for run in group["runs"]}
         cells.append(minutes(sum(s for s in seconds.values() if s is not None)))
         rows.append(cells)
-    return table(["model", "seeds", "test BCE", "INV off-diag., authors' / unit-free",
-                  "INV diagonal", "EQV mean", "SCN mean", "CPU minutes (all seeds)"], rows)
+    return rows
 
 
 CARD_BOUNDS = (("identity", "ceiling"), ("random", "floor"))

@@ -232,9 +232,20 @@ def _start_distributed() -> None:
             coordinator.meet(address, count, index, timeout, origin)
     except coordinator.RendezvousError as error:
         sys.exit(f"error: --distributed: {error}")
+    if None not in (address, count, index):
+        hung = (f"error: --distributed: the processes met, but JAX's coordination service "
+                f"at {address} did not join all {count} in {timeout} s: a process may have "
+                f"ended after the meeting (see its output), or the port is blocked between "
+                f"hosts; start every process again, or raise --distributed_timeout")
+    else:
+        hung = (f"error: --distributed: JAX's coordination service did not join every "
+                f"process in {timeout} s; check that every process started (see their "
+                f"output), or raise --distributed_timeout")
     try:
-        jax.distributed.initialize(coordinator_address=address, num_processes=count,
-                                   process_id=index, initialization_timeout=timeout)
+        with coordinator.ends_unless_done_within(timeout, hung):
+            jax.distributed.initialize(
+                coordinator_address=address, num_processes=count, process_id=index,
+                initialization_timeout=timeout + coordinator.JAX_GRACE_S)
     except Exception as error:  # pylint: disable=broad-except  # XLA's, or a cluster API's
         reason = (str(error).strip().splitlines() or [repr(error)])[0].rstrip(".")
         sys.exit(f"error: --distributed could not start ({reason}). On TPU VMs, SLURM, "

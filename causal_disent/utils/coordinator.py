@@ -19,16 +19,22 @@ The greeting is one line, "causal_disent <process_id> <num_processes>"; the answ
 "go", or "stop <why>".
 """
 
+import contextlib
 import dataclasses
 import errno
+import os
 import re
 import selectors
 import socket
+import sys
+import threading
 import time
 import warnings
 
 _GREETING = "causal_disent"
 _CLOSE_WAIT_S = 2.0  # how long process 0 waits for its peers to hang up after "go"
+# JAX is given this much longer than `ends_unless_done_within`, so that ours comes first.
+JAX_GRACE_S = 30  # whole seconds: JAX takes an int
 
 
 class RendezvousError(Exception):
@@ -93,6 +99,28 @@ class Cluster:
     address: str
     num_processes: int
     process_id: int
+
+
+@contextlib.contextmanager
+def ends_unless_done_within(timeout_s: float, line: str):
+    """Runs the block; when it has not returned after `timeout_s` seconds, prints
+    `line` on stderr and ends the process with status 1. For jax.distributed.initialize
+    (given `JAX_GRACE_S` more): the meeting here does not stop a process from ending
+    between it and JAX's start, and JAX then waits out its deadline and aborts with a
+    fatal log and a C++ stack trace, which nothing in the process can catch."""
+    def give_up():
+        sys.stdout.flush()
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        os._exit(1)  # pylint: disable=protected-access  # the main thread is inside XLA
+
+    timer = threading.Timer(timeout_s, give_up)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def detect_cluster(address: str | None, num_processes: int | None,

@@ -2,6 +2,7 @@
 joins them (JAX's own timeouts end a process with a fatal log)."""
 
 import os
+import subprocess
 import socket
 import sys
 import threading
@@ -249,3 +250,29 @@ def test_a_detected_clusters_errors_say_what_to_change_in_its_set_up():
     assert str(twice.value).startswith(
         "two processes say they are process 1; another job's processes may have reached "
         "this coordinator's port: set JAX_COORDINATOR_PORT")
+
+
+def test_a_peer_that_meets_and_never_starts_jax_ends_process_0_in_one_line(tmp_path):
+    """Process 1 greets process 0 and then never joins JAX (as a process that dies right
+    after the rendezvous): JAX's coordination service would wait out its deadline and
+    abort with a fatal log and a C++ stack trace; the process ends in one line."""
+    from tests.helpers import REPO_ROOT
+
+    port = free_port()
+    command = [sys.executable, "-m", "causal_disent.main",
+               f"--config={REPO_ROOT / 'configs' / 'betavae_dsprites_synth.py'}:tiny",
+               f"--workdir={tmp_path / 'w'}", "--distributed",
+               f"--coordinator_address=localhost:{port}", "--num_processes=2",
+               "--process_id=0", "--distributed_timeout=3"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT),
+                                                   JAX_PLATFORMS="cpu"))
+    coordinator.join(f"localhost:{port}", 1, 2, timeout_s=60, retry_s=0.05)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1, stderr[-3000:]
+    assert stderr.strip().splitlines() == [
+        f"error: --distributed: the processes met, but JAX's coordination service at "
+        f"localhost:{port} did not join all 2 in 3 s: a process may have ended after the "
+        f"meeting (see its output), or the port is blocked between hosts; start every "
+        f"process again, or raise --distributed_timeout"]
+    assert not (tmp_path / "w").exists()

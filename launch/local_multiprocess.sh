@@ -7,9 +7,9 @@
 #   launch/local_multiprocess.sh 2 4 --config=configs/ctvae_shapes3d.py:tiny --workdir=W
 #
 # Each process logs to W.process_<i>.log beside the workdir (the workdir's
-# --workdir flag is required). Exit status: the first non-zero status of a process,
-# else 0; the first failed process's `error:` line (or its log's last line) is
-# printed with the log's path. tests/train/test_multiprocess.py uses it to check that 2 processes x 4
+# --workdir flag is required). Exit status: that of the first process to fail, else 0;
+# its `error:` line (or the signal that ended it, or its log's last line) is printed
+# with the log's path. tests/train/test_multiprocess.py uses it to check that 2 processes x 4
 # devices train exactly as 1 process with 8 devices. On GPUs, leave
 # DEVICES_PER_PROCESS empty ("") to use the real devices (one process per GPU:
 # set CUDA_VISIBLE_DEVICES per process yourself, or use launch/slurm.sbatch).
@@ -46,17 +46,36 @@ for ((i = 0; i < NUM_PROCESSES; i++)); do
     --process_id="${i}" > "${workdir}.process_${i}.log" 2>&1 &
   pids+=($!)
 done
+# Why a process ended with a status: its own `error:` line; else, for a signal, the
+# signal's name and XLA's fatal log line if it has one (JAX aborts a process whose peer
+# died: "Terminating process because the JAX distributed service detected fatal
+# errors..."); else its log's last line.
+reason() {
+  local log="$1" code="$2" line fatal
+  line="$(grep -m1 '^error:' "${log}" || true)"
+  if [[ -n "${line}" ]]; then echo "${line#error: }"; return; fi
+  fatal="$(grep -m1 -E '^F[0-9]{4} ' "${log}" | sed -E 's/^F[0-9]{4} [^]]*\] //' || true)"
+  if (( code > 128 )); then
+    echo "ended by SIG$(kill -l $((code - 128)) 2>/dev/null || echo "NAL $((code - 128))")${fatal:+: ${fatal}}"
+  else
+    echo "${fatal:-$(tail -n 1 "${log}")}"
+  fi
+}
+
+# Processes are taken in the order they end: the first to fail is the likeliest cause
+# (a process killed, then its peers aborted by JAX).
 status=0
-for i in "${!pids[@]}"; do
+running=("${pids[@]}")
+while ((${#running[@]})); do
   code=0
-  wait "${pids[i]}" || code=$?
-  if [[ "${code}" -ne 0 ]]; then
+  # (2>/dev/null: bash's own "Aborted ..." notice; the line below says it)
+  wait -n -p ended "${running[@]}" 2>/dev/null || code=$?
+  for i in "${!pids[@]}"; do [[ "${pids[i]}" == "${ended}" ]] && break; done
+  for j in "${!running[@]}"; do [[ "${running[j]}" == "${ended}" ]] && unset 'running[j]'; done
+  if [[ "${code}" -ne 0 && "${status}" -eq 0 ]]; then  # the others' logs lie beside it
     log="${workdir}.process_${i}.log"
-    reason="$(grep -m1 '^error:' "${log}" || tail -n 1 "${log}")"
-    if [[ "${status}" -eq 0 ]]; then  # the first failure; the others' logs beside it
-      echo "error: process ${i} of ${NUM_PROCESSES} exited with status ${code}: ${reason#error: } (its log: ${log})" >&2
-      status="${code}"
-    fi
+    echo "error: process ${i} of ${NUM_PROCESSES} exited with status ${code}: $(reason "${log}" "${code}") (its log: ${log})" >&2
+    status="${code}"
   fi
 done
 exit "${status}"

@@ -292,3 +292,34 @@ def test_local_multiprocess_refuses_bad_counts_and_names_the_failed_process(tmp_
     assert result.stderr.strip() == (
         f"error: process 1 of 3 exited with status 1: stage vae cannot start "
         f"(its log: {tmp_path / 'run'}.process_1.log)")
+
+
+def test_local_multiprocess_names_the_process_that_ended_first_and_its_signal(tmp_path):
+    """A process killed mid-run makes JAX abort its peers ("Terminating process because
+    the JAX distributed service detected fatal errors", status 134, a stack trace after
+    it): the process that ended first is named, with the signal that ended it."""
+    launcher = str(REPO_ROOT / "launch" / "local_multiprocess.sh")
+    fatal = ("F1205 19:10:25.455104   12767 client.h:80] Terminating process because the "
+             "JAX distributed service detected fatal errors.")
+    workdir = f"--workdir={tmp_path / 'run'}"
+
+    def launch(process_1: str) -> str:
+        fake = tmp_path / "fake_python"  # process 0 aborts as JAX makes it, after 1 ended
+        fake.write_text('#!/usr/bin/env bash\n[[ "$1" == -c ]] && exec python3 "$@"\n'
+                        'for a in "$@"; do [[ "$a" == --process_id=1 ]] && '
+                        f'{{ {process_1}; }}; done\n'
+                        f'sleep 1; echo "[vae] step 3"; echo "{fatal}"; echo "    @ 0x1 f()"; '
+                        'kill -ABRT $$\n')
+        fake.chmod(0o755)
+        result = subprocess.run(["bash", launcher, "2", "", workdir],
+                                env={**os.environ, "PYTHON": str(fake)},
+                                capture_output=True, text=True)
+        return result.returncode, result.stderr.strip().splitlines()
+
+    assert launch("echo '[vae] step 2'; kill -KILL $$") == (
+        137, [f"error: process 1 of 2 exited with status 137: ended by SIGKILL "
+              f"(its log: {tmp_path / 'run'}.process_1.log)"])
+    assert launch("exit 0") == (
+        134, [f"error: process 0 of 2 exited with status 134: ended by SIGABRT: Terminating "
+              f"process because the JAX distributed service detected fatal errors. "
+              f"(its log: {tmp_path / 'run'}.process_0.log)"])

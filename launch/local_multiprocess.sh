@@ -51,12 +51,14 @@ done
 # died: "Terminating process because the JAX distributed service detected fatal
 # errors..."); else its log's last line.
 reason() {
-  local log="$1" code="$2" line fatal
+  local log="$1" code="$2" line fatal signal
   line="$(grep -m1 '^error:' "${log}" || true)"
   if [[ -n "${line}" ]]; then echo "${line#error: }"; return; fi
   fatal="$(grep -m1 -E '^F[0-9]{4} ' "${log}" | sed -E 's/^F[0-9]{4} [^]]*\] //' || true)"
   if (( code > 128 )); then
-    echo "ended by SIG$(kill -l $((code - 128)) 2>/dev/null || echo "NAL $((code - 128))")${fatal:+: ${fatal}}"
+    if signal="$(kill -l $((code - 128)) 2>/dev/null)"; then signal="SIG${signal}"
+    else signal="signal $((code - 128))"; fi
+    echo "ended by ${signal}${fatal:+: ${fatal}}"
   else
     echo "${fatal:-$(tail -n 1 "${log}")}"
   fi

@@ -39,12 +39,12 @@ if [[ -n "${DEVICES_PER_PROCESS}" ]]; then
   export JAX_PLATFORMS=cpu
   export XLA_FLAGS="--xla_force_host_platform_device_count=${DEVICES_PER_PROCESS} ${XLA_FLAGS:-}"
 fi
-pids=()
+declare -A process_of  # pid -> process index, while it runs
 for ((i = 0; i < NUM_PROCESSES; i++)); do
   "${PYTHON}" -m causal_disent.main "$@" --distributed \
     --coordinator_address="localhost:${port}" --num_processes="${NUM_PROCESSES}" \
     --process_id="${i}" > "${workdir}.process_${i}.log" 2>&1 &
-  pids+=($!)
+  process_of[$!]="${i}"
 done
 # Why a process ended with a status: its own `error:` line; else, for a signal, the
 # signal's name and XLA's fatal log line if it has one (JAX aborts a process whose peer
@@ -67,13 +67,12 @@ reason() {
 # Processes are taken in the order they end: the first to fail is the likeliest cause
 # (a process killed, then its peers aborted by JAX).
 status=0
-running=("${pids[@]}")
-while ((${#running[@]})); do
+while ((${#process_of[@]})); do
   code=0
   # (2>/dev/null: bash's own "Aborted ..." notice; the line below says it)
-  wait -n -p ended "${running[@]}" 2>/dev/null || code=$?
-  for i in "${!pids[@]}"; do [[ "${pids[i]}" == "${ended}" ]] && break; done
-  for j in "${!running[@]}"; do [[ "${running[j]}" == "${ended}" ]] && unset 'running[j]'; done
+  wait -n -p ended "${!process_of[@]}" 2>/dev/null || code=$?
+  i="${process_of[${ended}]}"
+  unset "process_of[${ended}]"
   if [[ "${code}" -ne 0 && "${status}" -eq 0 ]]; then  # the others' logs lie beside it
     log="${workdir}.process_${i}.log"
     echo "error: process ${i} of ${NUM_PROCESSES} exited with status ${code}: $(reason "${log}" "${code}") (its log: ${log})" >&2

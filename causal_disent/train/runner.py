@@ -279,7 +279,7 @@ def compiled_step_fn(training: Training, mesh: Mesh, stage: str = "",
             # costs the same: 0.21 ms a call either way on 2 CPU cores).
             compiled[key] = host_memory.compile_checked(
                 compiled[key], inputs, what, stage,
-                saved_copy_bytes=host_memory.array_bytes(state))
+                saved_state_bytes=host_memory.array_bytes(state))
         return compiled[key](*inputs)
 
     def step_fn(state, local_batch: dict, step: int):

@@ -23,6 +23,13 @@ from causal_disent.utils import console
 
 _GIB = 2**30
 _TIGHT = 0.75  # of the available memory: above it, the console says so
+# What a checkpoint written in the background costs, in bytes of the state it saves:
+# the calls that follow cannot write over the state Orbax still reads (their outputs
+# take new buffers), and Orbax's writer holds about as much again while it writes
+# (measured on 2 CPU cores: 0.84-0.93 of the state for random arrays of 0.2-3.4 GiB,
+# 1.86 with a donating call beside it; a 520-million-parameter β-VAE whose step fitted
+# beside one copy was killed after its first save).
+SAVE_COST = 2
 # Where Linux says what is left: the whole host, and a container's memory cgroup
 # (v2, then v1: a limit of about 2**63 means none).
 _MEMINFO = Path("/proc/meminfo")
@@ -73,28 +80,29 @@ def array_bytes(tree) -> int:
 
 
 def check_fits(executable, what: str, stage: str | None = None,
-               field: str | None = None, saved_copy_bytes: int = 0) -> None:
+               field: str | None = None, saved_state_bytes: int = 0) -> None:
     """MemoryError when `what` (a compiled call on CPU devices) would allocate more
     than the host has available, and a console note naming `field` (default:
     `stage`.optim.batch_size and the model's sizes) when it would leave under a
     quarter of it (the input pipeline allocates its batches beside it: 16.8 of 22 GiB
     was killed); nothing on other platforms, which report it themselves.
-    `saved_copy_bytes`: what a checkpoint's host copy of the state takes while the
-    calls go on (Orbax copies the state, then writes it in the background): a
-    520-million-parameter β-VAE whose step fitted was killed after its first save."""
+    `saved_state_bytes`: the state's bytes, when a checkpoint of it may be written in
+    the background while the calls go on; such a save costs `SAVE_COST` times them."""
     if jax.devices()[0].platform != "cpu":
         return
     needed, available = new_bytes(executable), available_bytes()
     if needed is None or available is None:
         return
     planned = f"{what} needs {needed / _GIB:.1f} GiB beyond its inputs, by XLA's plan of it, "
-    if saved_copy_bytes:
-        planned += (f"and a checkpoint's copy of the state {saved_copy_bytes / _GIB:.1f} GiB "
-                    "beside it; the host has ")
+    if saved_state_bytes:
+        saving = SAVE_COST * saved_state_bytes
+        planned += (f"and a checkpoint being written {saving / _GIB:.1f} GiB beside it "
+                    f"({SAVE_COST} times the state's {saved_state_bytes / _GIB:.1f} GiB); "
+                    "the host has ")
+        needed += saving
     else:
         planned += "and the host has "
     planned += f"{available / _GIB:.1f} GiB available"
-    needed += saved_copy_bytes
     prefix = f"[{stage}] " if stage else ""
     logging.info("%s%s", prefix, planned)  # log.txt: what a killed run had been told
     if needed > available:
@@ -106,12 +114,12 @@ def check_fits(executable, what: str, stage: str | None = None,
 
 
 def compile_checked(jitted, args: tuple, what: str, stage: str | None = None,
-                    field: str | None = None, saved_copy_bytes: int = 0):
+                    field: str | None = None, saved_state_bytes: int = 0):
     """`jitted` compiled for `args` and its memory held against the host's
     (`check_fits`, with the other arguments) before anything runs it: the executable
     to call with `args`' kind of input."""
     executable = jitted.trace(*args).lower().compile()
-    check_fits(executable, what, stage, field, saved_copy_bytes)
+    check_fits(executable, what, stage, field, saved_state_bytes)
     return executable
 
 

@@ -59,12 +59,18 @@ def test_a_call_that_cannot_fit_is_refused_and_a_tight_one_noted(monkeypatch, ca
     monkeypatch.setattr(host_memory, "available_bytes", lambda: 10 * needed)
     host_memory.check_fits(compiled_outer(), "the step", "vae")
     assert "note" not in capsys.readouterr().out
-    # A checkpoint's host copy of the state is held beside the calls that follow it.
+    # A checkpoint written in the background costs twice the state beside the calls
+    # that follow it: just over the host fails, just under passes.
+    state_bytes = 5 * needed
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: needed + 2 * state_bytes - 1)
     with pytest.raises(MemoryError, match=r"the step needs 0.0 GiB beyond its inputs, by "
-                                          r"XLA's plan of it, and a checkpoint's copy of "
-                                          r"the state 0.0 GiB beside it; the host has"):
+                                          r"XLA's plan of it, and a checkpoint being written "
+                                          r"0.0 GiB beside it \(2 times the state's 0.0 GiB\); "
+                                          r"the host has"):
         host_memory.check_fits(compiled_outer(), "the step", "vae",
-                               saved_copy_bytes=9 * needed + 1)
+                               saved_state_bytes=state_bytes)
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: needed + 2 * state_bytes)
+    host_memory.check_fits(compiled_outer(), "the step", "vae", saved_state_bytes=state_bytes)
     assert host_memory.array_bytes({"a": jnp.ones((3, 4)), "b": [np.ones(5, np.uint8)]}) \
         == 3 * 4 * 4 + 5
 

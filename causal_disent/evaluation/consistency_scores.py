@@ -69,6 +69,13 @@ def read_back(pending: list, count: int) -> list:
 
 SCORINGS = ("authors", "variance")
 
+# The host memory of a chunk of intervened units: each unit's passes hold its
+# intervened noise, responses, equivariance pair and their causes, with float32
+# copies, about this many bytes per sample and unit (float64 [T, n] arrays). In one
+# chunk, memory grows as n²: 1024 samples of 500 units took 11.8 GiB, in chunks 0.7.
+BYTES_PER_UNIT_ENTRY = 64
+CHUNK_BYTES = 512 * 2**20
+
 
 # Compiled once per model (evaluation/model_calls.py says why).
 @functools.partial(jax.jit, static_argnums=0)
@@ -106,25 +113,38 @@ def consistency_scores(model, params, images: np.ndarray, seed: int = 0,
         return read_back([dispatched(fn, x.astype(np.float32), batch_size) for x in inputs],
                          count)
 
-    # Pass 1: R(N), and R(I_m N) for each unit m with its intervention I_m.
-    interventions = []
-    for unit in np.flatnonzero(valid):
-        values = encodings[rng.integers(0, count, count), unit]
-        intervened = noise.copy()
-        intervened[:, unit] = values
-        interventions.append((unit, values - noise[:, unit], intervened))
-    plain, *responses = run_all(respond, [noise] + [x for _, _, x in interventions])
-    score = _AuthorsScores(plain) if scoring == "authors" else _VarianceScores(
-        encodings, *run_all(cause, [noise]))
-    # Pass 2: the causes X(·) of each unit's equivariance pair.
-    pairs = [score.equivariance_pair(plain, after, intervened, unit)
-             for (unit, _, intervened), after in zip(interventions, responses)]
-    causes = iter(run_all(cause, [x for pair in pairs for x in pair]))
     inv = np.full((units, units), np.nan)
     eqv = np.full((units, units), np.nan)
-    for (unit, shift, _), after in zip(interventions, responses):
-        inv[unit] = score.invariance(after, plain, shift, unit)
-        eqv[unit] = score.equivariance(next(causes), next(causes), shift, unit)
+    plain = score = None
+    # Each unit's passes hold a few [T, n] arrays: the units go in chunks whose
+    # arrays fit CHUNK_BYTES, in order, so the draws (and the scores) are those of
+    # one chunk of all units.
+    valid_units = np.flatnonzero(valid)
+    per_chunk = max(1, CHUNK_BYTES // (BYTES_PER_UNIT_ENTRY * count * units))
+    chunks = [valid_units[start:start + per_chunk]
+              for start in range(0, len(valid_units), per_chunk)] or [valid_units]
+    for chunk in chunks:
+        # Pass 1: R(I_m N) for each unit m with its intervention I_m (and R(N) first).
+        interventions = []
+        for unit in chunk:
+            values = encodings[rng.integers(0, count, count), unit]
+            intervened = noise.copy()
+            intervened[:, unit] = values
+            interventions.append((unit, values - noise[:, unit], intervened))
+        intervened_noise = [x for _, _, x in interventions]
+        if plain is None:
+            plain, *responses = run_all(respond, [noise] + intervened_noise)
+            score = _AuthorsScores(plain) if scoring == "authors" else _VarianceScores(
+                encodings, *run_all(cause, [noise]))
+        else:
+            responses = run_all(respond, intervened_noise)
+        # Pass 2: the causes X(·) of each unit's equivariance pair.
+        pairs = [score.equivariance_pair(plain, after, intervened, unit)
+                 for (unit, _, intervened), after in zip(interventions, responses)]
+        causes = iter(run_all(cause, [x for pair in pairs for x in pair]))
+        for (unit, shift, _), after in zip(interventions, responses):
+            inv[unit] = score.invariance(after, plain, shift, unit)
+            eqv[unit] = score.equivariance(next(causes), next(causes), shift, unit)
     scn = score.self_consistency(plain, noise)
     scn[~valid] = np.nan
     off_diagonal = ~np.eye(units, dtype=bool)

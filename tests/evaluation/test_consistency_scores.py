@@ -146,12 +146,29 @@ def test_the_scores_read_the_device_back_once_a_pass_not_once_a_batch(
         monkeypatch, scoring, reads):
     """Every batch of a pass is dispatched before any is read: one transfer for the
     encodings, one for all responses, one for all causes (and, for "variance", one
-    for the base causes), whatever the number of units and batches."""
+    for the base causes), whatever the number of units and batches, while the units
+    fit one chunk."""
     calls = []
     device_get = jax.device_get
     monkeypatch.setattr(jax, "device_get", lambda tree: calls.append(1) or device_get(tree))
     scores_for(np.eye(3), count=200, scoring=scoring)  # batches of 64: 4 a pass
     assert len(calls) == reads
+
+
+@pytest.mark.parametrize("scoring", consistency_scores.SCORINGS)
+def test_units_scored_in_chunks_score_as_in_one(monkeypatch, scoring):
+    """The host memory of many units is bounded by scoring them a chunk at a time;
+    the draws stay in unit order, so the scores are the same bits."""
+    mixing = np.array([[1.0, 0.5, 0.0], [0.0, 1.0, 0.2], [0.3, 0.0, 1.0]])
+    whole, _ = scores_for(mixing, count=100, scoring=scoring)
+    one_unit = consistency_scores.BYTES_PER_UNIT_ENTRY * 100 * 3  # a unit's arrays
+    monkeypatch.setattr(consistency_scores, "CHUNK_BYTES", one_unit)
+    calls = []
+    device_get = jax.device_get
+    monkeypatch.setattr(jax, "device_get", lambda tree: calls.append(1) or device_get(tree))
+    chunked, _ = scores_for(mixing, count=100, scoring=scoring)
+    assert len(calls) == (1 + 3 * 2) + (scoring == "variance")  # two passes a unit
+    assert chunked == whole
 
 
 def test_heat_map_figure(tmp_path):

@@ -44,7 +44,7 @@ import numpy as np
 from causal_disent.evaluation import model_calls
 from causal_disent.evaluation.drawings import draw_consistency_figure
 from causal_disent.objectives import consistency
-from causal_disent.utils import figures
+from causal_disent.utils import figures, host_memory
 from causal_disent.utils.images import images_to_unit_range
 
 
@@ -86,6 +86,27 @@ def _responses(model, params, inputs):
 @functools.partial(jax.jit, static_argnums=0)
 def _causes(model, params, inputs):
     return consistency.causes(params, model, inputs)
+
+
+# Host bytes per entry of the n × n score matrices on their way to results.json:
+# the float64 arrays, their lists and the lists' JSON (measured: 352 for both
+# matrices of 1500 units); the file itself takes 61.
+RESULT_BYTES_PER_ENTRY = 400
+
+
+def check_results_fit(units: int, num_seeds: int, field: str) -> None:
+    """ValueError naming `field` when the n × n matrices of `units` units, for each of
+    `num_seeds` stacked seeds, would not fit the host's available memory: a
+    12-million-latent β-VAE :tiny trained, then was killed scoring them."""
+    available = host_memory.available_bytes()
+    needed = RESULT_BYTES_PER_ENTRY * units**2 * num_seeds
+    if available is not None and needed > available:
+        seeds = f" for each of {num_seeds} seeds" if num_seeds > 1 else ""
+        raise ValueError(
+            f"the test split's consistency scores of {units:,} units are two {units:,} × "
+            f"{units:,} matrices{seeds}, about {needed / 2**30:,.1f} GiB of host memory on "
+            f"their way to results.json, and the host has {available / 2**30:.1f} GiB "
+            f"available; lower {field} ({units})")
 
 
 def consistency_scores(model, params, images: np.ndarray, seed: int = 0,

@@ -87,6 +87,8 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     vae_run.auxiliary_variable(config, dataset)  # checks vae.auxiliary.factor
     check_adam_config(cfg.optim, "vae.optim")
     check_discriminator_section(cfg)
+    consistency_scores.check_results_fit(model.num_latents, seeds_format.num_seeds(config),
+                                         "vae.model.num_latents")
     if "consistency" in cfg:
         consistency.check_consistency_config(
             cfg.consistency, variational=is_variational(cfg.objective.name))

@@ -12,6 +12,7 @@ import pytest
 from causal_disent.evaluation import consistency_scores, drawings
 from causal_disent.models.vae import VAE
 from causal_disent.models.xblock import XBlock
+from causal_disent.utils import host_memory
 
 
 class LinearResponse(nn.Module):
@@ -169,6 +170,18 @@ def test_units_scored_in_chunks_score_as_in_one(monkeypatch, scoring):
     chunked, _ = scores_for(mixing, count=100, scoring=scoring)
     assert len(calls) == (1 + 3 * 2) + (scoring == "variance")  # two passes a unit
     assert chunked == whole
+
+
+def test_score_matrices_the_host_cannot_hold_are_refused_naming_the_field(monkeypatch):
+    entry_bytes = consistency_scores.RESULT_BYTES_PER_ENTRY
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: entry_bytes * 2 * 100**2)
+    consistency_scores.check_results_fit(100, 2, "vae.model.num_latents")  # just fits
+    with pytest.raises(ValueError, match=r"^the test split's consistency scores of 101 units "
+                                         r"are two 101 × 101 matrices for each of 2 seeds, "
+                                         r"about 0.0 GiB .* lower vae.model.num_latents \(101\)$"):
+        consistency_scores.check_results_fit(101, 2, "vae.model.num_latents")
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: None)  # not Linux: unknown
+    consistency_scores.check_results_fit(10**9, 1, "vae.model.num_latents")
 
 
 def test_heat_map_figure(tmp_path):

@@ -156,6 +156,11 @@ def test_negative_beta_is_refused_before_compiling(tmp_path):
     (lambda c: setattr(c.vae.objective, "name", "betavae"), "vae.objective.name 'betavae'"),
     (lambda c: setattr(c.vae.optim, "b2", 1.0), "0 <= b2 < 1"),
     (lambda c: setattr(c.vae.train, "num_steps", 0), "vae.train.num_steps must be positive"),
+    # The test consistency scores are n × n matrices: 12 million latents trained, then
+    # were killed scoring them.
+    (lambda c: setattr(c.vae.model, "num_latents", 12_000_000),
+     r"consistency scores of 12,000,000 units are two 12,000,000 × 12,000,000 matrices, "
+     r"about [\d,.]+ GiB .* lower vae.model.num_latents \(12000000\)"),
 ])
 def test_bad_config_fails_before_compiling(override, message, tmp_path):
     config = tiny_config()

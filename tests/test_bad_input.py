@@ -290,9 +290,9 @@ CASES = [
     ("scoring more samples than the host holds", "causal_disent.evaluate",
      ["--model=random", "--dataset=dsprites_synth", "--metrics=mig",
       "--num_samples=10000000000", "--output={tmp}/card.json"],
-     r"^error: scoring ran out of the host's memory \(10000000000 points a metric need at "
-     r"least 1490.1 GiB \(their factors and codes twice over\), and the host has .* GiB "
-     r"available\); lower --num_samples \(10000000000\)"),
+     r"^error: scoring ran out of the host's memory \(10000000000 points of metric mig need "
+     r"about 2607.7 GiB \(3.5 copies of their factors and codes, as measured\), and the host "
+     r"has .* GiB available\); lower --num_samples \(10000000000\)"),
 ]
 
 # What the `kubernetes` package does in a pod without a service account mounted.

@@ -75,7 +75,7 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
         raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
     if reason := factor_grid_missing(dataset):
         raise ValueError(reason)
-    check_samples_fit(dataset, representation, int(num_samples))
+    check_samples_fit(dataset, representation, int(num_samples), metric_names)
     scored = scored_factor_indices(dataset)
     described = {"name": dataset.name,
                  "factor_names": [dataset.factor_names[f] for f in scored],
@@ -113,30 +113,27 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
     return card
 
 
-# What a metric holds a point, in copies of its factors and codes (int64, float64):
-# at least the sample and one array of its size (MIG's discretised codes); measured at
-# 2 000 000 points on the identity map of dsprites_synth, MIG held 2.7 copies and
-# Modularity/Explicitness 12, and SAP 6.9 at 200 000.
-SAMPLE_COPIES_FLOOR = 2
-
-
-def check_samples_fit(dataset, representation, num_samples: int) -> None:
-    """MemoryError, before any metric runs, when `num_samples` points cannot be held
-    at all (SAMPLE_COPIES_FLOOR copies of their factors and codes): a host that runs
-    out kills the process without a word (`--num_samples=300000000` on the identity
-    map of dsprites_synth was killed on 24 GiB). A floor, not a plan: a sample of
-    less can still be too much."""
+def check_samples_fit(dataset, representation, num_samples: int,
+                      metric_names: list[str]) -> None:
+    """MemoryError, before any metric runs, when the metric of `metric_names` that
+    holds the most (its `sample_copies` of the points' factors and codes) would need
+    more than the host has available for `num_samples` points: a host that runs out
+    kills the process without a word (`--num_samples=300000000` on the identity map
+    of dsprites_synth was killed on 24 GiB). The copies are measured peaks, not a
+    plan: other representations can hold more."""
     available = host_memory.available_bytes()
-    if available is None:
+    if available is None or not metric_names:
         return
     one_point = dataset.sample_factors(np.random.default_rng(0), 1)  # not a metric's stream
     width = representations_of(dataset, representation, one_point).shape[1]
-    floor = SAMPLE_COPIES_FLOOR * num_samples * (dataset.num_factors + width) * 8
-    if floor > available:
+    largest = max(metric_names, key=lambda name: METRICS[name].sample_copies)
+    copies = METRICS[largest].sample_copies
+    needed = copies * num_samples * (dataset.num_factors + width) * 8
+    if needed > available:
         raise MemoryError(
-            f"{num_samples} points a metric need at least {floor / 2**30:.1f} GiB (their "
-            f"factors and codes twice over), and the host has {available / 2**30:.1f} GiB "
-            f"available")
+            f"{num_samples} points of metric {largest} need about {needed / 2**30:.1f} GiB "
+            f"({copies:g} copies of their factors and codes, as measured), and the host has "
+            f"{available / 2**30:.1f} GiB available")
 
 
 def headline(name: str, result: dict) -> str:

@@ -82,16 +82,21 @@ def test_a_metric_does_not_depend_on_the_others(dsprites, identity_card):
 
 def test_a_sample_the_host_cannot_hold_is_refused_before_any_metric_runs(dsprites,
                                                                          monkeypatch):
-    """Each metric holds at least two copies of its points' factors and codes
-    (card.SAMPLE_COPIES_FLOOR); beyond the host's memory the card stops at once."""
+    """Each metric's measured peak, in copies of its points' factors and codes
+    (`sample_copies`); the card's largest beyond the host's memory stops it at once."""
     from causal_disent.utils import host_memory
 
     rep = representations.identity_representation(dsprites)
-    floor = 2 * 1000 * (dsprites.num_factors + len(common.scored_factor_indices(dsprites))) * 8
-    monkeypatch.setattr(host_memory, "available_bytes", lambda: floor - 1)
-    with pytest.raises(MemoryError, match=r"^1000 points a metric need at least 0.0 GiB"):
+    point_bytes = (dsprites.num_factors + len(common.scored_factor_indices(dsprites))) * 8
+    mig_needs = card.METRICS["mig"].sample_copies * 1000 * point_bytes
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: mig_needs - 1)
+    with pytest.raises(MemoryError, match=r"^1000 points of metric mig need about 0.0 GiB "
+                                          r"\(3.5 copies of their factors and codes"):
         card.metric_card(dsprites, rep, ["mig"], num_samples=1000)
-    monkeypatch.setattr(host_memory, "available_bytes", lambda: floor)
+    # Modularity holds the most of the card: it names the need, in card order or not.
+    with pytest.raises(MemoryError, match=r"^1000 points of metric modularity_explicitness"):
+        card.check_samples_fit(dsprites, rep, 1000, ["mig", "modularity_explicitness"])
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: mig_needs)
     assert card.metric_card(dsprites, rep, ["mig"], num_samples=1000)["num_samples"] == 1000
 
 

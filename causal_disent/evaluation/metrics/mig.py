@@ -70,5 +70,6 @@ def mig(dataset: FactorDataset, representation_fn: RepresentationFn, rng: np.ran
 
 CARD_ENTRY = CardEntry(
     "mig", mig, one_sample_parameters, headline=("discrete_mig",),
+    sample_copies=3.5,  # 2.8 at 200 000 points, 2.3 of 32 codes
     notes={"discretisation": "20 equal-width bins per code over its sample range",
            "mutual_information": "sklearn mutual_info_score, nats"})

@@ -22,19 +22,33 @@ from causal_disent.utils import figures
 from causal_disent.utils.images import images_to_unit_range
 
 OFFSETS = (-3, -2, -1, 0, 1, 2, 3)  # in units of the latent's spread σ_j
+# The figure's rows at most: beyond, the latents that spread most (a VAE's active
+# ones). 300 latents drew a 114-megapixel PNG, and 1500 went over the grid's limit.
+MAX_TRAVERSED_LATENTS = 32
+
+
+def traversed_latents(spread: np.ndarray, limit: int = MAX_TRAVERSED_LATENTS) -> np.ndarray:
+    """The indices of the latents a traversal moves, in order: all of them, or the
+    `limit` whose `spread` is largest (on a tie, the lower index)."""
+    if len(spread) <= limit:
+        return np.arange(len(spread))
+    return np.sort(np.argsort(-np.asarray(spread), kind="stable")[:limit])
 
 
 def traversal_latents(means: np.ndarray, spread: np.ndarray,
-                      offsets: Sequence[float] = OFFSETS) -> np.ndarray:
-    """[n, d, K, d] latents: latents[i, j, k] is `means[i]` [n, d] with latent j moved
-    by offsets[k]·spread[j] and every other latent kept."""
+                      offsets: Sequence[float] = OFFSETS,
+                      moved: Sequence[int] | None = None) -> np.ndarray:
+    """[n, m, K, d] latents: latents[i, r, k] is `means[i]` [n, d] with latent
+    j = moved[r] (default: every latent, m = d) moved by offsets[k]·spread[j] and
+    every other latent kept."""
     means, spread = np.asarray(means, np.float32), np.asarray(spread, np.float32)
     count, width = means.shape
+    moved = np.arange(width) if moved is None else np.asarray(moved)
     latents = np.broadcast_to(means[:, None, None, :],
-                              (count, width, len(offsets), width)).copy()
-    moves = np.asarray(offsets, np.float32)[None, :] * spread[:, None]  # [d, K]
-    for j in range(width):
-        latents[:, j, :, j] += moves[j]
+                              (count, len(moved), len(offsets), width)).copy()
+    moves = np.asarray(offsets, np.float32)[None, :] * spread[moved, None]  # [m, K]
+    for row, j in enumerate(moved):
+        latents[:, row, :, j] += moves[row]
     return latents
 
 
@@ -48,29 +62,33 @@ def decoded_latents(model) -> int:
 def save_traversal_figure(model, params, images: np.ndarray, spread_images: np.ndarray,
                           path: str | Path, title: str | None = None) -> Path:
     """Writes the traversal grid of the uint8 test `images` [n, H, W, ch]: one row per
-    decoded latent j, and for each image a group of columns with latent j at the
-    image's encoding + offset·σ_j for each of OFFSETS (σ_j over the uint8
-    `spread_images` [m, H, W, ch]). `model` has encode(images) -> (mean, ·) and
-    decode(latents) -> logits. Returns the path written."""
+    decoded latent j (at most MAX_TRAVERSED_LATENTS, `traversed_latents`), and for
+    each image a group of columns with latent j at the image's encoding + offset·σ_j
+    for each of OFFSETS (σ_j over the uint8 `spread_images` [m, H, W, ch]). `model`
+    has encode(images) -> (mean, ·) and decode(latents) -> logits. Returns the path
+    written."""
     host_params = jax.device_get(params)
     # One encoder call for both sets: one compiled shape instead of two.
     encoded = np.asarray(model_calls.encoded_means(
         model, host_params, images_to_unit_range(np.concatenate([images, spread_images]))))
     means, spread = encoded[:len(images)], encoded[len(images):].std(axis=0)
-    shown = decoded_latents(model)
-    latents = traversal_latents(means, spread)[:, :shown]  # [n, shown, K, d]
-    count, _, steps, width = latents.shape
+    decoded_count = decoded_latents(model)
+    moved = traversed_latents(spread[:decoded_count])
+    latents = traversal_latents(means, spread, moved=moved)  # [n, rows, K, d]
+    count, shown, steps, width = latents.shape
     decoded = np.asarray(model_calls.decoded_pixels(model, host_params,
                                                    latents.reshape(-1, width)))
     grid = figures.to_uint8(decoded).reshape(count, shown, steps, *images.shape[1:])
     grid = grid.transpose(1, 0, 2, 3, 4, 5).reshape(shown, count * steps, *images.shape[1:])
     columns = [f"image {i + 1}" if offset == 0 else f"{offset:+d}σ"
                for i in range(count) for offset in OFFSETS]
-    rows = [f"z{j} (σ {spread[j]:.2f})" for j in range(shown)]
-    layer = " of the bottom layer" if shown < model.num_latents else ""
+    rows = [f"z{j} (σ {spread[j]:.2f})" for j in moved]
+    layer = " of the bottom layer" if decoded_count < model.num_latents else ""
+    picked = (f" (the {shown} of {decoded_count} that spread most)"
+              if shown < decoded_count else "")
     title = title or (
-        f"Latent traversals{layer}: each row moves one latent by −3σ … +3σ from the "
-        f"encoding of {count} test images\n(σ: that latent's spread over "
+        f"Latent traversals{layer}{picked}: each row moves one latent by −3σ … +3σ from "
+        f"the encoding of {count} test images\n(σ: that latent's spread over "
         f"{len(spread_images)} test images), the other latents fixed")
     return figures.save_drawn(path, figures.draw_image_grid, grid, title=title,
                               row_labels=rows, column_labels=columns)

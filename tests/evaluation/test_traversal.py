@@ -20,6 +20,35 @@ def test_each_row_moves_its_latent_alone_by_offset_times_spread():
                 np.testing.assert_allclose(latents[i, j, k], expected, rtol=1e-6)
 
 
+def test_many_latents_traverse_those_that_spread_most_in_index_order(monkeypatch, tmp_path):
+    """A figure of every one of 1500 latents went over the grid's pixel limit: the
+    figure keeps MAX_TRAVERSED_LATENTS rows, of the latents that spread most."""
+    spread = np.array([0.5, 3.0, 0.1, 3.0, 2.0])
+    np.testing.assert_array_equal(traversal.traversed_latents(spread, limit=3), [1, 3, 4])
+    np.testing.assert_array_equal(traversal.traversed_latents(spread, limit=5), range(5))
+    means = np.zeros((2, 5), np.float32)
+    latents = traversal.traversal_latents(means, spread, offsets=(-1, 1), moved=[1, 4])
+    assert latents.shape == (2, 2, 2, 5)
+    np.testing.assert_allclose(latents[0, 1, 1], [0, 0, 0, 0, 2.0])  # latent 4, +1σ
+    np.testing.assert_allclose(latents[1, 0, 0], [0, -3.0, 0, 0, 0])  # latent 1, −1σ
+
+    width = traversal.MAX_TRAVERSED_LATENTS + 8
+    codes = np.outer((-1.0) ** np.arange(9), np.arange(1, width + 1))  # σ_j = j + 1
+    monkeypatch.setattr(traversal.model_calls, "encoded_means",
+                        lambda model, params, images: codes[:len(images)])
+    monkeypatch.setattr(traversal.model_calls, "decoded_pixels",
+                        lambda model, params, latents: np.zeros((len(latents), 4, 4, 1)))
+    drawn = {}
+    monkeypatch.setattr(traversal.figures, "save_drawn",
+                        lambda path, draw, grid, **labels: drawn.update(grid=grid, **labels))
+    images = np.zeros((1, 4, 4, 1), np.uint8)
+    traversal.save_traversal_figure(types.SimpleNamespace(num_latents=width), {}, images,
+                                    np.zeros((8, 4, 4, 1), np.uint8), tmp_path / "t.png")
+    assert drawn["grid"].shape[0] == traversal.MAX_TRAVERSED_LATENTS
+    assert drawn["row_labels"][0].startswith("z8 ")  # the 8 that spread least are left out
+    assert f"(the 32 of {width} that spread most)" in drawn["title"]
+
+
 def test_a_ladder_vae_traverses_only_the_latents_its_decoder_reads():
     assert traversal.decoded_latents(types.SimpleNamespace(latent_sizes=(4, 2),
                                                            num_latents=6)) == 4
@@ -37,9 +66,9 @@ def test_the_figure_traverses_from_the_images_codes_by_the_spread_images_spread(
 
     seen = {}
 
-    def traversal_latents(means, spread):
+    def traversal_latents(means, spread, **moved):
         seen.update(means=means, spread=spread)
-        return real_traversal_latents(means, spread)
+        return real_traversal_latents(means, spread, **moved)
 
     real_traversal_latents = traversal.traversal_latents
     monkeypatch.setattr(traversal.model_calls, "encoded_means", encoded_means)

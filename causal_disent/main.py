@@ -62,7 +62,12 @@ from causal_disent.runs.results import ResultsError, read_results  # noqa: E402
 from causal_disent.train import interrupts  # noqa: E402
 from causal_disent.train.deadline import TimeBudgetExhausted  # noqa: E402
 from causal_disent.train.finite_guard import NonFiniteTraining  # noqa: E402
-from causal_disent.utils import compilation_cache, console, coordinator  # noqa: E402
+from causal_disent.utils import (  # noqa: E402
+    compilation_cache,
+    console,
+    coordinator,
+    peer_watch,
+)
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Config file, optionally with a variant: FILE.py:small (training "
@@ -220,6 +225,7 @@ def _start_distributed() -> None:
     timeout = _DISTRIBUTED_TIMEOUT.value
     address, count, index = _COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value
     origin = coordinator.FLAGS
+    watch_server = watch_port = None
     try:
         if None in (address, count, index):  # SLURM, Open MPI, Kubernetes, TPU VMs
             cluster = coordinator.detect_cluster(address, count, index, timeout)
@@ -228,8 +234,11 @@ def _start_distributed() -> None:
                                          cluster.process_id)
                 origin = cluster.origin
         if None not in (address, count, index):
+            if index == 0 and count > 1:
+                watch_server = peer_watch.listen()
             # see utils/coordinator: JAX itself ends in a fatal log when they cannot meet
-            coordinator.meet(address, count, index, timeout, origin)
+            watch_port = coordinator.meet(address, count, index, timeout, origin,
+                                          watch_port=peer_watch.port_of(watch_server))
     except coordinator.RendezvousError as error:
         sys.exit(f"error: --distributed: {error}")
     if None not in (address, count, index):
@@ -252,6 +261,8 @@ def _start_distributed() -> None:
                  f"Open MPI and Kubernetes the processes find each other; elsewhere give "
                  f"every process --coordinator_address=HOST:PORT (process 0's), "
                  f"--num_processes=N and its own --process_id (0 to N - 1)")
+    if None not in (address, count, index):  # see utils/peer_watch: a peer's death
+        peer_watch.start(index, count, address, watch_server, watch_port, timeout)
 
 
 def _stopped_line(stopped: interrupts.Interrupted) -> str:

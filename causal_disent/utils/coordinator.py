@@ -16,7 +16,8 @@ Where JAX finds the three itself (SLURM, Open MPI, Kubernetes, Cloud TPU VMs),
 meet here too; errors then say what to change in the cluster's set-up, not in flags.
 
 The greeting is one line, "causal_disent <process_id> <num_processes>"; the answer is
-"go", or "stop <why>".
+"go <watch port>" (the port of process 0's watch of the run, utils/peer_watch.py; "go"
+alone when it has none), or "stop <why>".
 """
 
 import contextlib
@@ -219,13 +220,14 @@ def listen(port: int) -> socket.socket:
 
 
 def meet(address: str, num_processes: int, process_id: int, timeout_s: float,
-         origin: Origin = FLAGS) -> None:
+         origin: Origin = FLAGS, watch_port: int | None = None) -> int | None:
     """Every process calls this, before jax.distributed.initialize, with the same
     `address` (process 0's HOST:PORT, as `split_address` accepts) and `num_processes`,
     and its own `process_id`. It returns once all have met, so that JAX starts only
     when it can finish; it prints what this process waits for, and raises
     RendezvousError saying why the processes cannot meet (and, after `origin`, what
-    to change)."""
+    to change). Process 0 tells the others its `watch_port`; they return it (None
+    when process 0 has none)."""
     if not 0 <= process_id < num_processes:
         raise RendezvousError(
             f"--process_id={process_id} is not one of 0 to {num_processes - 1} "
@@ -241,19 +243,20 @@ def meet(address: str, num_processes: int, process_id: int, timeout_s: float,
                 f"{origin.free_port()}") from None
         print(f"[distributed] process 0: serving the coordinator at {address}; waiting "
               f"up to {timeout_s:g} s for all {num_processes} processes", flush=True)
-        gather(server, num_processes, timeout_s, origin)
+        gather(server, num_processes, timeout_s, origin, watch_port)
+        return watch_port
     else:
         print(f"[distributed] process {process_id}: waiting up to {timeout_s:g} s for "
               f"the coordinator at {address} and all {num_processes} processes",
               flush=True)
-        join(address, process_id, num_processes, timeout_s, origin=origin)
+        return join(address, process_id, num_processes, timeout_s, origin=origin)
 
 
 def gather(server: socket.socket, num_processes: int, timeout_s: float,
-           origin: Origin = FLAGS) -> None:
+           origin: Origin = FLAGS, watch_port: int | None = None) -> None:
     """Process 0: wait on `server` (from `listen`) until processes 1 … N - 1 have each
     greeted it, then close `server`, freeing the port for JAX's coordinator, and
-    answer "go" to each. Raises RendezvousError, after telling the processes that
+    answer "go" (with `watch_port`, when given) to each. Raises RendezvousError, after telling the processes that
     came, when one has not joined within `timeout_s` seconds, two give the same
     --process_id, or one counts a different --num_processes."""
     deadline = time.monotonic() + timeout_s
@@ -317,7 +320,8 @@ def gather(server: socket.socket, num_processes: int, timeout_s: float,
                 else:
                     refused.append(connection)
         server.close()  # JAX's coordinator binds this port next
-        answer = ("go\n" if problem is None else f"stop {problem}\n").encode()
+        go = "go" if watch_port is None else f"go {watch_port}"
+        answer = (f"{go}\n" if problem is None else f"stop {problem}\n").encode()
         # On a problem, those still greeting are told too, so that they end at once.
         told = [*joined.values(), *refused, *(greeting if problem else [])]
         for connection in told:
@@ -336,11 +340,11 @@ def gather(server: socket.socket, num_processes: int, timeout_s: float,
 
 
 def join(address: str, process_id: int, num_processes: int, timeout_s: float,
-         retry_s: float = 0.5, origin: Origin = FLAGS) -> None:
+         retry_s: float = 0.5, origin: Origin = FLAGS) -> int | None:
     """A process other than 0: connect to process 0 at `address` (retrying for
     `timeout_s` seconds, since it may start later), greet it and wait, within the
-    same `timeout_s`, until it says every process has joined. Raises RendezvousError
-    saying why not."""
+    same `timeout_s`, until it says every process has joined. Returns the watch port
+    it answered with (None without one); raises RendezvousError saying why not."""
     deadline = time.monotonic() + timeout_s
     connection, reason = _connect(address, deadline, retry_s)
     if connection is None:
@@ -359,8 +363,9 @@ def join(address: str, process_id: int, num_processes: int, timeout_s: float,
             ) from None
         except OSError as error:
             answer = f"(connection lost: {error.strerror or type(error).__name__})"
-    if answer == "go":
-        return
+    words = answer.split()
+    if words[:1] == ["go"] and len(words) <= 2 and all(word.isdigit() for word in words[1:]):
+        return int(words[1]) if len(words) == 2 else None
     if answer.startswith("stop "):
         raise RendezvousError(f"process 0 stopped: {answer[len('stop '):]}")
     raise RendezvousError(

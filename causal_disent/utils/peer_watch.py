@@ -1,0 +1,274 @@
+"""Every `--distributed` process ends at once, in one line, when another is killed.
+
+JAX's coordination service notices a process that has died only when its heartbeats
+stop (100 s), and then ends every other process with a fatal log ("Terminating
+process because the JAX distributed service detected fatal errors"): a `kill -9` of
+process 1 of 2 at step 284 left process 0 waiting that long, then aborted it. So
+after the meeting (utils/coordinator.py) each process keeps one TCP connection to
+process 0 open for the run. A process's kernel closes its connections the moment it
+ends, however it ends, and a process that ends on its own says "bye" first; a
+connection that closes without it belongs to a process that was killed or crashed.
+Process 0 then tells the others which one ("stop K"), and every process prints one
+line and ends with status 1; the checkpoints are those of the last save, from which
+the same command resumes.
+
+A connection lost any other way (a reset, a network timeout) is not taken for a
+death: the watch of it stops, with a warning in the log, and JAX's heartbeat is left
+to judge. The same holds for a process that cannot connect to the watch at all (a
+port blocked between hosts).
+"""
+
+import atexit
+import os
+import selectors
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from absl import logging
+
+from causal_disent.utils import coordinator
+
+_BYE = b"bye"
+
+
+def listen() -> socket.socket | None:
+    """Process 0's watch socket, on a port the system picks (told to the others at
+    the meeting), or None when it cannot have one (the run then goes unwatched)."""
+    try:
+        return coordinator.listen(0)
+    except OSError as error:
+        logging.warning("[distributed] process 0 cannot listen for its watch (%s)", error)
+        return None
+
+
+def port_of(server: socket.socket | None) -> int | None:
+    return None if server is None else server.getsockname()[1]
+
+
+def start(process_id: int, num_processes: int, coordinator_address: str,
+          server: socket.socket | None, port: int | None,
+          timeout_s: float) -> "PeerWatch | None":
+    """The watch of this process, started (process 0 on `server`, the others on
+    `port` of the coordinator's host), or None where there is none to keep."""
+    if num_processes < 2 or (server if process_id == 0 else port) is None:
+        return None
+    host = coordinator.split_address(coordinator_address)[0]
+    watch = PeerWatch(process_id, num_processes, server=server, address=(host, port),
+                      timeout_s=timeout_s)
+    watch.start()
+    return watch
+
+
+def died_line(process_id: int, num_processes: int) -> str:
+    """The line every process ends with when process `process_id` died."""
+    return (f"error: --distributed: process {process_id} of {num_processes} ended without "
+            f"a word (killed, or crashed: see its output); the others cannot go on without "
+            f"it and end here; rerun the same command on every process to resume from the "
+            f"last checkpoint")
+
+
+def end_process(line: str) -> None:
+    """Prints `line` on stderr, logs it, and ends this process with status 1 at once:
+    the main thread may be waiting inside XLA for the process that died."""
+    logging.info("%s", line)  # log.txt; stderr gets it once, below
+    sys.stdout.flush()
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+    os._exit(1)  # pylint: disable=protected-access
+
+
+class PeerWatch:
+    """One process's side of the watch: process 0 serves it on `server` (a listening
+    socket, see `coordinator.listen`), the others connect to process 0's `address`
+    (host, port). Call `start`; `close` (registered at exit) says "bye"."""
+
+    def __init__(self, process_id: int, num_processes: int, *,
+                 server: socket.socket | None = None,
+                 address: tuple[str, int] | None = None, timeout_s: float = 60.0,
+                 end: Callable[[str], None] = end_process):
+        self.process_id, self.num_processes = process_id, num_processes
+        self._server, self._address, self._timeout_s = server, address, timeout_s
+        self._end = end
+        self._peers: dict[int, socket.socket] = {}  # process 0: the others' connections
+        self._lock = threading.Lock()
+        self._closing = False
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Connects (or starts accepting) and watches in a thread of its own."""
+        if self.process_id == 0:
+            target = self._serve
+        else:
+            connection = self._connect()
+            if connection is None:
+                return
+            self._peers[0] = connection
+            target = self._watch_process_0
+        atexit.register(self.close)
+        self._thread = threading.Thread(target=target, name="peer-watch", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """This process ends on its own: "bye" to those it is connected with."""
+        with self._lock:
+            self._closing = True
+            connections = list(self._peers.values())
+        for connection in connections:
+            try:
+                connection.sendall(_BYE + b"\n")
+                connection.shutdown(socket.SHUT_RDWR)  # wakes the watching thread
+            except OSError:
+                pass
+        if self._server is not None:
+            self._server.close()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+    # ----------------------------------------------------------------------- #
+    # Process 0
+    # ----------------------------------------------------------------------- #
+    def _serve(self) -> None:
+        """Accepts each other process ("watch <id>"), then waits for one to go."""
+        selector = selectors.DefaultSelector()
+        selector.register(self._server, selectors.EVENT_READ)
+        deadline = time.monotonic() + self._timeout_s
+        greetings: dict[socket.socket, bytes] = {}
+        buffers: dict[int, bytes] = {}
+        while True:
+            accepting = self._server.fileno() != -1
+            if accepting and (len(self._peers) == self.num_processes - 1
+                              or time.monotonic() > deadline):
+                self._stop_accepting(selector)
+                accepting = False
+            events = selector.select(max(deadline - time.monotonic(), 0.05)
+                                     if accepting else None)
+            for key, _ in events:
+                if key.fileobj is self._server:
+                    try:
+                        connection, _ = self._server.accept()
+                    except OSError:
+                        continue
+                    selector.register(connection, selectors.EVENT_READ, None)
+                    greetings[connection] = b""
+                    continue
+                connection, peer = key.fileobj, key.data
+                try:
+                    data = connection.recv(256)
+                except OSError as error:
+                    self._lost(selector, connection, peer, error)
+                    continue
+                if peer is None:  # still greeting
+                    peer = self._greeted(selector, connection, greetings, data)
+                    if peer is not None:
+                        buffers[peer] = b""
+                    continue
+                if not data:
+                    if self._closing:
+                        return
+                    self._died(peer)
+                    return
+                buffers[peer] += data
+                if _BYE in buffers[peer].split(b"\n"):
+                    self._forget(selector, connection, peer)
+
+    def _greeted(self, selector, connection, greetings, data) -> int | None:
+        """The process a "watch <id>" greeting names once complete (None before, or
+        for a connection that is not one of ours, which is dropped)."""
+        greetings[connection] += data
+        if data and b"\n" not in greetings[connection]:
+            return None
+        words = greetings.pop(connection).split(b"\n")[0].split()
+        if (len(words) != 2 or words[0] != b"watch" or not words[1].isdigit()
+                or not 0 < int(words[1]) < self.num_processes):
+            selector.unregister(connection)
+            connection.close()
+            return None
+        peer = int(words[1])
+        selector.modify(connection, selectors.EVENT_READ, peer)
+        with self._lock:
+            self._peers[peer] = connection
+        return peer
+
+    def _stop_accepting(self, selector) -> None:
+        selector.unregister(self._server)
+        self._server.close()
+        missing = [i for i in range(1, self.num_processes) if i not in self._peers]
+        if missing:
+            logging.warning("[distributed] processes %s did not connect to process 0's "
+                            "watch in %g s (a port blocked between hosts?): if one of them "
+                            "dies, JAX's heartbeat ends the others (about 100 s)",
+                            missing, self._timeout_s)
+
+    def _forget(self, selector, connection, peer: int) -> None:
+        selector.unregister(connection)
+        connection.close()
+        with self._lock:
+            self._peers.pop(peer, None)
+
+    def _lost(self, selector, connection, peer, error: OSError) -> None:
+        if peer is not None and not self._closing:
+            logging.warning("[distributed] process 0 lost its watch of process %d (%s): "
+                            "if it dies, JAX's heartbeat ends the others", peer, error)
+        selector.unregister(connection)
+        connection.close()
+        if peer is not None:
+            with self._lock:
+                self._peers.pop(peer, None)
+
+    def _died(self, peer: int) -> None:
+        """Tells the others which process died, then ends this one."""
+        with self._lock:
+            others = [c for i, c in self._peers.items() if i != peer]
+        for connection in others:
+            try:
+                connection.sendall(f"stop {peer}\n".encode())
+            except OSError:
+                pass
+        self._end(died_line(peer, self.num_processes))
+
+    # ----------------------------------------------------------------------- #
+    # The other processes
+    # ----------------------------------------------------------------------- #
+    def _connect(self) -> socket.socket | None:
+        try:
+            connection = socket.create_connection(self._address,
+                                                  timeout=min(self._timeout_s, 30.0))
+            connection.settimeout(None)
+            connection.sendall(f"watch {self.process_id}\n".encode())
+            return connection
+        except OSError as error:
+            logging.warning("[distributed] process %d could not connect to process 0's "
+                            "watch at %s:%d (%s): if a process dies, JAX's heartbeat ends "
+                            "the others (about 100 s)", self.process_id, *self._address,
+                            error)
+            return None
+
+    def _watch_process_0(self) -> None:
+        """Waits for process 0's "bye" (it ended on its own), "stop K" (process K
+        died) or its connection closing without a word (process 0 died)."""
+        connection, received = self._peers[0], b""
+        while True:
+            try:
+                data = connection.recv(256)
+            except OSError as error:
+                if not self._closing:
+                    logging.warning("[distributed] process %d lost its watch of process 0 "
+                                    "(%s): if it dies, JAX's heartbeat ends this process",
+                                    self.process_id, error)
+                return
+            if not data:
+                if not self._closing:
+                    self._end(died_line(0, self.num_processes))
+                return
+            received += data
+            *lines, received = received.split(b"\n")
+            for line in lines:
+                if line == _BYE:
+                    return
+                words = line.split()
+                if len(words) == 2 and words[0] == b"stop" and words[1].isdigit():
+                    self._end(died_line(int(words[1]), self.num_processes))
+                    return

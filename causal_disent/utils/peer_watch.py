@@ -98,17 +98,21 @@ class PeerWatch:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Connects (or starts accepting) and watches in a thread of its own."""
-        if self.process_id == 0:
-            target = self._serve
-        else:
-            connection = self._connect()
-            if connection is None:
-                return
-            self._peers[0] = connection
-            target = self._watch_process_0
+        """Accepts (process 0) or connects, then watches, in a thread of its own: a
+        port blocked between hosts costs the run nothing but the watch."""
+        watch = self._serve if self.process_id == 0 else self._watch_process_0
+
+        def guarded():
+            try:
+                watch()
+            except Exception as error:  # noqa: BLE001 - the run must not end for the watch
+                if not self._closing:
+                    logging.warning("[distributed] process %d's watch stopped (%r): if a "
+                                    "process dies, JAX's heartbeat ends the others",
+                                    self.process_id, error)
+
         atexit.register(self.close)
-        self._thread = threading.Thread(target=target, name="peer-watch", daemon=True)
+        self._thread = threading.Thread(target=guarded, name="peer-watch", daemon=True)
         self._thread.start()
 
     def close(self) -> None:
@@ -124,8 +128,6 @@ class PeerWatch:
                 pass
         if self._server is not None:
             self._server.close()
-        if self._thread is not None:
-            self._thread.join(timeout=1.0)
 
     # ----------------------------------------------------------------------- #
     # Process 0
@@ -237,19 +239,26 @@ class PeerWatch:
             connection = socket.create_connection(self._address,
                                                   timeout=min(self._timeout_s, 30.0))
             connection.settimeout(None)
+            with self._lock:  # known to `close` before process 0 hears of it
+                if self._closing:  # this process ended meanwhile
+                    connection.close()
+                    return None
+                self._peers[0] = connection
             connection.sendall(f"watch {self.process_id}\n".encode())
-            return connection
         except OSError as error:
             logging.warning("[distributed] process %d could not connect to process 0's "
                             "watch at %s:%d (%s): if a process dies, JAX's heartbeat ends "
                             "the others (about 100 s)", self.process_id, *self._address,
                             error)
             return None
+        return connection
 
     def _watch_process_0(self) -> None:
-        """Waits for process 0's "bye" (it ended on its own), "stop K" (process K
-        died) or its connection closing without a word (process 0 died)."""
-        connection, received = self._peers[0], b""
+        """Connects, then waits for process 0's "bye" (it ended on its own), "stop K"
+        (process K died) or its connection closing without a word (process 0 died)."""
+        connection, received = self._connect(), b""
+        if connection is None:
+            return
         while True:
             try:
                 data = connection.recv(256)

@@ -6,7 +6,6 @@ benchmark's core at a tiny size."""
 
 import dataclasses
 import importlib
-import json
 
 import flax.linen as nn
 import jax

@@ -109,7 +109,8 @@ def test_a_watch_that_cannot_connect_leaves_the_run_to_jax():
     watch = peer_watch.PeerWatch(1, 2, address=("127.0.0.1", free_port()), timeout_s=1,
                                  end=recorded_end(lines, done))
     watch.start()
-    assert watch._thread is None and lines == []
+    watch._thread.join(10)
+    assert not watch._thread.is_alive() and lines == []
     assert peer_watch.start(1, 2, "localhost:1", None, None, 1) is None  # no port told
     assert peer_watch.start(0, 1, "localhost:1", None, None, 1) is None  # alone
 

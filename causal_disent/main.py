@@ -147,11 +147,19 @@ def main(argv):
         sys.exit(f"error: unexpected arguments {' '.join(argv[1:])}; every option is "
                  "a --flag (--config=FILE.py[:variant], --config.<field>=VALUE, --workdir)")
     interrupts.stop_at_once_outside_training(_stopped_line)
-    with interrupts.handled():
-        try:
-            _run()
-        except interrupts.Interrupted as stopped:
-            interrupts.exit_now(stopped.exit_status, _stopped_line(stopped))
+    try:
+        with interrupts.handled():
+            try:
+                _run()
+            except interrupts.Interrupted as stopped:
+                interrupts.exit_now(stopped.exit_status, _stopped_line(stopped))
+    except SystemExit as leaving:  # the other --distributed processes hear how
+        peer_watch.note_exit(leaving.code)
+        raise
+    except BaseException:
+        peer_watch.explain_failure()  # another process's end, if that is the cause
+        peer_watch.note_exit(peer_watch.ERROR_STATUS)
+        raise
 
 
 def _run() -> None:

@@ -35,6 +35,8 @@ import jax
 import numpy as np
 from absl import logging
 
+from causal_disent.utils import peer_watch
+
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -128,6 +130,7 @@ def exit_now(status: int, message: str) -> NoReturn:
     thread may both get here: the first one ends the process."""
     with _exit_lock:
         print(message, flush=True)
+        peer_watch.say_bye(status)  # the other --distributed processes stop too
         sys.stderr.flush()
         for handler in python_logging.getLogger().handlers:
             handler.flush()

@@ -1,16 +1,25 @@
-"""Every `--distributed` process ends at once, in one line, when another is killed.
+"""Every `--distributed` process ends at once, in one line, when another one fails.
 
 JAX's coordination service notices a process that has died only when its heartbeats
 stop (100 s), and then ends every other process with a fatal log ("Terminating
 process because the JAX distributed service detected fatal errors"): a `kill -9` of
-process 1 of 2 at step 284 left process 0 waiting that long, then aborted it. So
-after the meeting (utils/coordinator.py) each process keeps one TCP connection to
-process 0 open for the run. A process's kernel closes its connections the moment it
-ends, however it ends, and a process that ends on its own says "bye" first; a
-connection that closes without it belongs to a process that was killed or crashed.
-Process 0 then tells the others which one ("stop K"), and every process prints one
-line and ends with status 1; the checkpoints are those of the last save, from which
-the same command resumes.
+process 1 of 2 at step 284 left process 0 waiting that long, then aborted it. A
+process that stops on an error of its own (one `error:` line) was worse: process 0
+waited in the checkpoint's collective and process 1 in JAX's shutdown, both for
+over six minutes, until killed. So after the meeting (utils/coordinator.py) each process
+keeps one TCP connection to process 0 open for the run. A process that ends on its
+own says "bye <status>" first (`say_bye`: at exit, and from the interrupt handler's
+immediate exit); a connection its kernel closes without one belongs to a process
+that was killed or crashed. On a death, or a bye with status 1 (an error), process 0
+tells the others ("died K" / "failed K"), and every process that is not ending on
+its own within `GRACE_S` (the same error found everywhere at once keeps each
+process's own line) prints one line and ends with status 1; a main thread whose
+collective fails meanwhile (Gloo's do on CPUs) waits for that line instead of
+printing its traceback (`explain_failure`). A process ending on an error skips
+JAX's shutdown, which would wait for processes that cannot come. The
+checkpoints are those of the last save, from which the same command resumes.
+Other statuses (a pause at --max_minutes, a stop on SIGTERM) are collective, and end
+nothing.
 
 A connection lost any other way (a reset, a network timeout) is not taken for a
 death: the watch of it stops, with a warning in the log, and JAX's heartbeat is left
@@ -19,6 +28,7 @@ port blocked between hosts).
 """
 
 import atexit
+import logging as python_logging
 import os
 import selectors
 import socket
@@ -32,6 +42,10 @@ from absl import logging
 from causal_disent.utils import coordinator
 
 _BYE = b"bye"
+ERROR_STATUS = 1  # sys.exit("error: ...") and an uncaught exception
+GRACE_S = 2.0  # how long a process told of another's end waits to end on its own
+_watch: "PeerWatch | None" = None  # this process's, once started
+_exit_status = 0  # how this process is about to end, as main has noted it
 
 
 def listen() -> socket.socket | None:
@@ -56,10 +70,52 @@ def start(process_id: int, num_processes: int, coordinator_address: str,
     if num_processes < 2 or (server if process_id == 0 else port) is None:
         return None
     host = coordinator.split_address(coordinator_address)[0]
-    watch = PeerWatch(process_id, num_processes, server=server, address=(host, port),
-                      timeout_s=timeout_s)
-    watch.start()
-    return watch
+    global _watch
+    _watch = PeerWatch(process_id, num_processes, server=server, address=(host, port),
+                       timeout_s=timeout_s)
+    _watch.start()
+    atexit.register(say_bye)
+    return _watch
+
+
+def note_exit(code) -> None:
+    """Records how this process is about to end: a SystemExit's `code` (None, a
+    status, or a message, which Python ends with status 1)."""
+    global _exit_status
+    _exit_status = 0 if code is None else code if isinstance(code, int) else ERROR_STATUS
+
+
+def say_bye(status: int | None = None) -> None:
+    """This process ends on its own, with `status` (default: the noted one): tells
+    the watch. On an error, ends the process here, past JAX's shutdown, which would
+    wait for the others (they end on hearing of it)."""
+    status = _exit_status if status is None else status
+    if _watch is None or not _watch.close(status):
+        return
+    if status == ERROR_STATUS:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for handler in python_logging.getLogger().handlers:
+            handler.flush()
+        os._exit(status)  # pylint: disable=protected-access
+
+
+def explain_failure(wait_s: float = 1.0) -> None:
+    """For an unexpected exception of this process's main thread in a --distributed
+    run: a collective whose peer has gone raises one (on CPUs, Gloo's "Connection
+    closed by peer"). When the watch hears within `wait_s` that another process died
+    or failed, it ends this process with that line instead of the traceback."""
+    if _watch is not None and _watch.told.wait(wait_s):
+        time.sleep(GRACE_S + 1.0)  # the watch ends the process meanwhile
+
+
+def failed_line(process_id: int, num_processes: int) -> str:
+    """The line every other process ends with when process `process_id` stopped on
+    an error (its own line names it)."""
+    return (f"error: --distributed: process {process_id} of {num_processes} stopped on an "
+            f"error (its own line, in its output, says which); the others cannot go on "
+            f"without it and end here; fix it, then rerun the same command on every "
+            f"process to resume from the last checkpoint")
 
 
 def died_line(process_id: int, num_processes: int) -> str:
@@ -95,6 +151,8 @@ class PeerWatch:
         self._peers: dict[int, socket.socket] = {}  # process 0: the others' connections
         self._lock = threading.Lock()
         self._closing = False
+        self._closed = threading.Event()  # set once this process ends on its own
+        self.told = threading.Event()  # set once another process's end is known
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -111,23 +169,33 @@ class PeerWatch:
                                     "process dies, JAX's heartbeat ends the others",
                                     self.process_id, error)
 
-        atexit.register(self.close)
         self._thread = threading.Thread(target=guarded, name="peer-watch", daemon=True)
         self._thread.start()
 
-    def close(self) -> None:
-        """This process ends on its own: "bye" to those it is connected with."""
+    def close(self, status: int = 0) -> bool:
+        """This process ends on its own with `status`: "bye <status>" to those it is
+        connected with. False when it had closed already."""
         with self._lock:
+            if self._closing:
+                return False
             self._closing = True
             connections = list(self._peers.values())
+        self._closed.set()
         for connection in connections:
             try:
-                connection.sendall(_BYE + b"\n")
+                connection.sendall(_BYE + f" {status}\n".encode())
                 connection.shutdown(socket.SHUT_RDWR)  # wakes the watching thread
             except OSError:
                 pass
         if self._server is not None:
             self._server.close()
+        return True
+
+    def _end_unless_closing(self, line: str) -> None:
+        """Ends this process with `line`, unless it ends on its own within GRACE_S."""
+        self.told.set()
+        if not self._closed.wait(GRACE_S):
+            self._end(line)
 
     # ----------------------------------------------------------------------- #
     # Process 0
@@ -170,10 +238,17 @@ class PeerWatch:
                 if not data:
                     if self._closing:
                         return
-                    self._died(peer)
+                    self._tell_others(peer, "died")
+                    self._end_unless_closing(died_line(peer, self.num_processes))
                     return
                 buffers[peer] += data
-                if _BYE in buffers[peer].split(b"\n"):
+                *lines, buffers[peer] = buffers[peer].split(b"\n")
+                statuses = [_bye_status(line) for line in lines]
+                if ERROR_STATUS in statuses:
+                    self._tell_others(peer, "failed")
+                    self._end_unless_closing(failed_line(peer, self.num_processes))
+                    return
+                if any(status is not None for status in statuses):
                     self._forget(selector, connection, peer)
 
     def _greeted(self, selector, connection, greetings, data) -> int | None:
@@ -220,16 +295,15 @@ class PeerWatch:
             with self._lock:
                 self._peers.pop(peer, None)
 
-    def _died(self, peer: int) -> None:
-        """Tells the others which process died, then ends this one."""
+    def _tell_others(self, peer: int, what: str) -> None:
+        """"died K" or "failed K" to every process but K."""
         with self._lock:
             others = [c for i, c in self._peers.items() if i != peer]
         for connection in others:
             try:
-                connection.sendall(f"stop {peer}\n".encode())
+                connection.sendall(f"{what} {peer}\n".encode())
             except OSError:
                 pass
-        self._end(died_line(peer, self.num_processes))
 
     # ----------------------------------------------------------------------- #
     # The other processes
@@ -254,8 +328,9 @@ class PeerWatch:
         return connection
 
     def _watch_process_0(self) -> None:
-        """Connects, then waits for process 0's "bye" (it ended on its own), "stop K"
-        (process K died) or its connection closing without a word (process 0 died)."""
+        """Connects, then waits for process 0's "bye <status>" (it ended on its own),
+        "died K" or "failed K", or its connection closing without a word (process 0
+        died)."""
         connection, received = self._connect(), b""
         if connection is None:
             return
@@ -270,14 +345,29 @@ class PeerWatch:
                 return
             if not data:
                 if not self._closing:
-                    self._end(died_line(0, self.num_processes))
+                    self._end_unless_closing(died_line(0, self.num_processes))
                 return
             received += data
             *lines, received = received.split(b"\n")
             for line in lines:
-                if line == _BYE:
+                status = _bye_status(line)
+                if status is not None:
+                    if status == ERROR_STATUS:
+                        self._end_unless_closing(failed_line(0, self.num_processes))
                     return
                 words = line.split()
-                if len(words) == 2 and words[0] == b"stop" and words[1].isdigit():
-                    self._end(died_line(int(words[1]), self.num_processes))
+                if len(words) == 2 and words[1].isdigit() and words[0] in _TOLD:
+                    self._end_unless_closing(
+                        _TOLD[words[0]](int(words[1]), self.num_processes))
                     return
+
+
+_TOLD = {b"died": died_line, b"failed": failed_line}
+
+
+def _bye_status(line: bytes) -> int | None:
+    """The status of a "bye <status>" line ("bye" alone: 0), or None for another."""
+    words = line.split()
+    if words[:1] != [_BYE] or len(words) > 2:
+        return None
+    return int(words[1]) if len(words) == 2 and words[1].lstrip(b"-").isdigit() else 0

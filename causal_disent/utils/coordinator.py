@@ -256,9 +256,10 @@ def gather(server: socket.socket, num_processes: int, timeout_s: float,
            origin: Origin = FLAGS, watch_port: int | None = None) -> None:
     """Process 0: wait on `server` (from `listen`) until processes 1 … N - 1 have each
     greeted it, then close `server`, freeing the port for JAX's coordinator, and
-    answer "go" (with `watch_port`, when given) to each. Raises RendezvousError, after telling the processes that
-    came, when one has not joined within `timeout_s` seconds, two give the same
-    --process_id, or one counts a different --num_processes."""
+    answer "go" (with `watch_port`, when given) to each. Raises RendezvousError,
+    after telling the processes that came, when one has not joined within
+    `timeout_s` seconds, two give the same --process_id, or one counts a different
+    --num_processes."""
     deadline = time.monotonic() + timeout_s
     selector = selectors.DefaultSelector()
     selector.register(server, selectors.EVENT_READ)

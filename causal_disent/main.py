@@ -154,7 +154,8 @@ def main(argv):
             except interrupts.Interrupted as stopped:
                 interrupts.exit_now(stopped.exit_status, _stopped_line(stopped))
     except SystemExit as leaving:  # the other --distributed processes hear how
-        peer_watch.note_exit(leaving.code)
+        # A pause falls on the same step everywhere (train/deadline.py): nothing to tell.
+        peer_watch.note_exit(0 if leaving.code == EXIT_PAUSED else leaving.code)
         raise
     except BaseException:
         peer_watch.explain_failure()  # another process's end, if that is the cause

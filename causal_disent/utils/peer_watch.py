@@ -10,16 +10,16 @@ over six minutes, until killed. So after the meeting (utils/coordinator.py) each
 keeps one TCP connection to process 0 open for the run. A process that ends on its
 own says "bye <status>" first (`say_bye`: at exit, and from the interrupt handler's
 immediate exit); a connection its kernel closes without one belongs to a process
-that was killed or crashed. On a death, or a bye with status 1 (an error), process 0
-tells the others ("died K" / "failed K"), and every process that is not ending on
-its own within `GRACE_S` (the same error found everywhere at once keeps each
-process's own line) prints one line and ends with status 1; a main thread whose
+that was killed or crashed. On a death, or a bye with a status other than 0 (an
+error, a signal; main notes a pause at --max_minutes, which every process takes at
+the same step, as 0), process 0 tells the others ("died K" / "stopped K S"), and
+every process that is not ending on its own within `GRACE_S` (the same error or
+signal met everywhere at once keeps each process's own line) prints one line and
+ends with status 1; a main thread whose
 collective fails meanwhile (Gloo's do on CPUs) waits for that line instead of
 printing its traceback (`explain_failure`). A process ending on an error skips
 JAX's shutdown, which would wait for processes that cannot come. The
 checkpoints are those of the last save, from which the same command resumes.
-Other statuses (a pause at --max_minutes, a stop on SIGTERM) are collective, and end
-nothing.
 
 A connection lost any other way (a reset, a network timeout) is not taken for a
 death: the watch of it stops, with a warning in the log, and JAX's heartbeat is left
@@ -109,13 +109,13 @@ def explain_failure(wait_s: float = 1.0) -> None:
         time.sleep(GRACE_S + 1.0)  # the watch ends the process meanwhile
 
 
-def failed_line(process_id: int, num_processes: int) -> str:
+def stopped_line(process_id: int, num_processes: int, status: int) -> str:
     """The line every other process ends with when process `process_id` stopped on
-    an error (its own line names it)."""
-    return (f"error: --distributed: process {process_id} of {num_processes} stopped on an "
-            f"error (its own line, in its output, says which); the others cannot go on "
-            f"without it and end here; fix it, then rerun the same command on every "
-            f"process to resume from the last checkpoint")
+    its own with `status` (an error, a signal: its own line says which)."""
+    return (f"error: --distributed: process {process_id} of {num_processes} stopped with "
+            f"status {status} (its own line, in its output, says why); the others cannot "
+            f"go on without it and end here; rerun the same command on every process to "
+            f"resume from the last checkpoint (once what stopped it is fixed)")
 
 
 def died_line(process_id: int, num_processes: int) -> str:
@@ -153,6 +153,7 @@ class PeerWatch:
         self._closing = False
         self._closed = threading.Event()  # set once this process ends on its own
         self.told = threading.Event()  # set once another process's end is known
+        self._peers_gone = threading.Event()  # process 0, ending: every other has gone
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -181,14 +182,19 @@ class PeerWatch:
             self._closing = True
             connections = list(self._peers.values())
         self._closed.set()
+        # Process 0 still hears the others hang up: it serves JAX's coordination
+        # service, whose end would make JAX abort a process still stopping.
+        serving = self.process_id == 0
         for connection in connections:
             try:
                 connection.sendall(_BYE + f" {status}\n".encode())
-                connection.shutdown(socket.SHUT_RDWR)  # wakes the watching thread
+                connection.shutdown(socket.SHUT_WR if serving else socket.SHUT_RDWR)
             except OSError:
                 pass
         if self._server is not None:
             self._server.close()
+        if serving and connections:
+            self._peers_gone.wait(GRACE_S + 1.0)  # they end within GRACE_S of the bye
         return True
 
     def _end_unless_closing(self, line: str) -> None:
@@ -235,21 +241,25 @@ class PeerWatch:
                     if peer is not None:
                         buffers[peer] = b""
                     continue
-                if not data:
-                    if self._closing:
-                        return
-                    self._tell_others(peer, "died")
-                    self._end_unless_closing(died_line(peer, self.num_processes))
+                if data:
+                    buffers[peer] += data
+                    *lines, buffers[peer] = buffers[peer].split(b"\n")
+                    statuses = [status for status in map(_bye_status, lines)
+                                if status is not None]
+                    if not statuses:
+                        continue
+                    status = statuses[0]
+                    news = f"stopped {peer} {status}" if status else None
+                    line = stopped_line(peer, self.num_processes, status) if status else None
+                else:  # its kernel closed it: it died
+                    news, line = f"died {peer}", died_line(peer, self.num_processes)
+                self._forget(selector, connection, peer)
+                if news is not None and not self._closing:
+                    self._tell_others(peer, news)
+                    self._end_unless_closing(line)  # returns if this process ends too
+                if self._closing and not self._peers:
+                    self._peers_gone.set()
                     return
-                buffers[peer] += data
-                *lines, buffers[peer] = buffers[peer].split(b"\n")
-                statuses = [_bye_status(line) for line in lines]
-                if ERROR_STATUS in statuses:
-                    self._tell_others(peer, "failed")
-                    self._end_unless_closing(failed_line(peer, self.num_processes))
-                    return
-                if any(status is not None for status in statuses):
-                    self._forget(selector, connection, peer)
 
     def _greeted(self, selector, connection, greetings, data) -> int | None:
         """The process a "watch <id>" greeting names once complete (None before, or
@@ -295,13 +305,13 @@ class PeerWatch:
             with self._lock:
                 self._peers.pop(peer, None)
 
-    def _tell_others(self, peer: int, what: str) -> None:
-        """"died K" or "failed K" to every process but K."""
+    def _tell_others(self, peer: int, news: str) -> None:
+        """`news` ("died K", "stopped K S") to every process but K."""
         with self._lock:
             others = [c for i, c in self._peers.items() if i != peer]
         for connection in others:
             try:
-                connection.sendall(f"{what} {peer}\n".encode())
+                connection.sendall(f"{news}\n".encode())
             except OSError:
                 pass
 
@@ -329,8 +339,8 @@ class PeerWatch:
 
     def _watch_process_0(self) -> None:
         """Connects, then waits for process 0's "bye <status>" (it ended on its own),
-        "died K" or "failed K", or its connection closing without a word (process 0
-        died)."""
+        "died K" or "stopped K S", or its connection closing without a word
+        (process 0 died)."""
         connection, received = self._connect(), b""
         if connection is None:
             return
@@ -352,17 +362,27 @@ class PeerWatch:
             for line in lines:
                 status = _bye_status(line)
                 if status is not None:
-                    if status == ERROR_STATUS:
-                        self._end_unless_closing(failed_line(0, self.num_processes))
+                    if status:
+                        self._end_unless_closing(stopped_line(0, self.num_processes, status))
+                    else:
+                        connection.close()  # process 0 waits for the others to hang up
                     return
-                words = line.split()
-                if len(words) == 2 and words[1].isdigit() and words[0] in _TOLD:
-                    self._end_unless_closing(
-                        _TOLD[words[0]](int(words[1]), self.num_processes))
+                line = _told_line(line, self.num_processes)
+                if line is not None:
+                    self._end_unless_closing(line)
                     return
 
 
-_TOLD = {b"died": died_line, b"failed": failed_line}
+def _told_line(news: bytes, num_processes: int) -> str | None:
+    """The line for process 0's news "died K" or "stopped K S" (None for another)."""
+    words = news.split()
+    if not all(word.isdigit() for word in words[1:]):
+        return None
+    if words[:1] == [b"died"] and len(words) == 2:
+        return died_line(int(words[1]), num_processes)
+    if words[:1] == [b"stopped"] and len(words) == 3:
+        return stopped_line(int(words[1]), num_processes, int(words[2]))
+    return None
 
 
 def _bye_status(line: bytes) -> int | None:

@@ -1,6 +1,6 @@
-"""utils/peer_watch: a --distributed process that is killed, or stops on an error of
-its own, ends the others at once in one line, instead of JAX's 100 s heartbeat and
-its fatal abort (a death) or a wait of many minutes (an error)."""
+"""utils/peer_watch: a --distributed process that is killed, or stops on its own (an
+error, a signal), ends the others at once in one line, instead of JAX's 100 s
+heartbeat and its fatal abort (a death) or a wait of many minutes (an error)."""
 
 import os
 import socket
@@ -48,24 +48,28 @@ def watched_by_process_0(num_processes: int):
 
 
 @pytest.mark.parametrize("ending, told, line", [
-    (lambda peer: peer.close(), b"died 1\n", peer_watch.died_line),  # killed: its kernel
-    (lambda peer: peer.sendall(b"bye 1\n"), b"failed 1\n", peer_watch.failed_line),
+    (lambda peer: peer.close(), b"died 1\n", peer_watch.died_line(1, 3)),  # its kernel
+    (lambda peer: peer.sendall(b"bye 1\n"), b"stopped 1 1\n",
+     peer_watch.stopped_line(1, 3, 1)),  # an error
+    (lambda peer: peer.sendall(b"bye 143\n"), b"stopped 1 143\n",
+     peer_watch.stopped_line(1, 3, 143)),  # a SIGTERM of its own
 ])
-def test_process_0_names_a_process_that_died_or_failed_and_tells_the_others(ending, told, line):
+def test_process_0_names_a_process_that_died_or_stopped_and_tells_the_others(ending, told,
+                                                                              line):
     _, (first, second), lines, done = watched_by_process_0(3)
     ending(first)
     assert done.wait(10)
-    assert lines == [line(1, 3)]
+    assert lines == [line]
     assert second.recv(256) == told  # process 2 ends with the same line
     assert peer_watch.died_line(1, 3).startswith(
         "error: --distributed: process 1 of 3 ended without a word")
-    assert peer_watch.failed_line(1, 3).startswith(
-        "error: --distributed: process 1 of 3 stopped on an error")
+    assert peer_watch.stopped_line(1, 3, 1).startswith(
+        "error: --distributed: process 1 of 3 stopped with status 1 (its own line")
 
 
-@pytest.mark.parametrize("bye", [b"bye 0\n", b"bye 3\n", b"bye 143\n", b"bye\n"])
+@pytest.mark.parametrize("bye", [b"bye 0\n", b"bye\n"])
 def test_a_process_ending_on_its_own_without_an_error_ends_nothing(bye):
-    """Done, paused at --max_minutes, or stopped by a signal: the others do the same."""
+    """Done, or paused at --max_minutes (main notes it as 0): the others do the same."""
     watch, (first, second), lines, done = watched_by_process_0(3)
     first.sendall(bye)
     first.close()
@@ -103,9 +107,10 @@ def watching_process_0(num_processes: int = 3):
 
 
 @pytest.mark.parametrize("told, line", [
-    (b"died 2\n", peer_watch.died_line(2, 3)), (b"failed 2\n", peer_watch.failed_line(2, 3)),
+    (b"died 2\n", peer_watch.died_line(2, 3)),
+    (b"stopped 2 1\n", peer_watch.stopped_line(2, 3, 1)),
     (b"", peer_watch.died_line(0, 3)),  # process 0 killed
-    (b"bye 1\n", peer_watch.failed_line(0, 3)),  # process 0 stopped on an error
+    (b"bye 1\n", peer_watch.stopped_line(0, 3, 1)),  # process 0 stopped on an error
 ])
 def test_a_process_ends_when_told_of_an_end_or_when_process_0_ends(told, line):
     _, connection, lines, done = watching_process_0()
@@ -204,5 +209,5 @@ def test_a_process_killed_or_failing_ends_the_other_in_one_line_within_seconds(t
     else:
         assert (processes[1].returncode, stderr_1.strip().splitlines()[-1]) == (
             1, "error: process 1 cannot write its checkpoint (a test's)")
-        assert stderr_0.strip().splitlines()[-1] == peer_watch.failed_line(1, 2)
+        assert stderr_0.strip().splitlines()[-1] == peer_watch.stopped_line(1, 2, 1)
         assert time.monotonic() - started < 120

@@ -23,10 +23,8 @@ teardown: tearing the runtime down under a compile in flight crashed with SIGSEG
 """
 
 import contextlib
-import logging as python_logging
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import NoReturn
@@ -35,7 +33,7 @@ import jax
 import numpy as np
 from absl import logging
 
-from causal_disent.utils import peer_watch
+from causal_disent.utils import console, peer_watch
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -131,10 +129,7 @@ def exit_now(status: int, message: str) -> NoReturn:
     with _exit_lock:
         print(message, flush=True)
         peer_watch.say_bye(status)  # the other --distributed processes stop too
-        sys.stderr.flush()
-        for handler in python_logging.getLogger().handlers:
-            handler.flush()
-        os._exit(status)
+        console.exit_at_once(status)
 
 
 def stop_at_once_outside_training(message: Callable[[Interrupted], str]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging as python_logging
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -63,6 +64,19 @@ def progress(prefix: str, done: int, total: int, details: str) -> None:
 
 def _interactive() -> bool:
     return sys.stdout.isatty()
+
+
+def exit_at_once(status: int, line: str | None = None) -> None:
+    """Ends the process with `status` now, past the interpreter's teardown and the
+    exit handlers (the main thread may be inside XLA, or waiting for another process),
+    after writing `line` on stderr and flushing stdout, stderr and the log."""
+    sys.stdout.flush()
+    if line is not None:
+        sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+    for handler in python_logging.getLogger().handlers:
+        handler.flush()
+    os._exit(status)  # pylint: disable=protected-access
 
 
 def log_to_file(path: Path) -> python_logging.Handler | None:

@@ -23,14 +23,14 @@ alone when it has none), or "stop <why>".
 import contextlib
 import dataclasses
 import errno
-import os
 import re
 import selectors
 import socket
-import sys
 import threading
 import time
 import warnings
+
+from causal_disent.utils import console
 
 _GREETING = "causal_disent"
 _CLOSE_WAIT_S = 2.0  # how long process 0 waits for its peers to hang up after "go"
@@ -109,13 +109,7 @@ def ends_unless_done_within(timeout_s: float, line: str):
     (given `JAX_GRACE_S` more): the meeting here does not stop a process from ending
     between it and JAX's start, and JAX then waits out its deadline and aborts with a
     fatal log and a C++ stack trace, which nothing in the process can catch."""
-    def give_up():
-        sys.stdout.flush()
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-        os._exit(1)  # pylint: disable=protected-access  # the main thread is inside XLA
-
-    timer = threading.Timer(timeout_s, give_up)
+    timer = threading.Timer(timeout_s, console.exit_at_once, (1, line))  # inside XLA
     timer.daemon = True
     timer.start()
     try:

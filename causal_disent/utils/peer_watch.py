@@ -28,18 +28,15 @@ port blocked between hosts).
 """
 
 import atexit
-import logging as python_logging
-import os
 import selectors
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
 
 from absl import logging
 
-from causal_disent.utils import coordinator
+from causal_disent.utils import console, coordinator
 
 _BYE = b"bye"
 ERROR_STATUS = 1  # sys.exit("error: ...") and an uncaught exception
@@ -93,11 +90,7 @@ def say_bye(status: int | None = None) -> None:
     if _watch is None or not _watch.close(status):
         return
     if status == ERROR_STATUS:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        for handler in python_logging.getLogger().handlers:
-            handler.flush()
-        os._exit(status)  # pylint: disable=protected-access
+        console.exit_at_once(status)
 
 
 def explain_failure(wait_s: float = 1.0) -> None:
@@ -130,10 +123,7 @@ def end_process(line: str) -> None:
     """Prints `line` on stderr, logs it, and ends this process with status 1 at once:
     the main thread may be waiting inside XLA for the process that died."""
     logging.info("%s", line)  # log.txt; stderr gets it once, below
-    sys.stdout.flush()
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-    os._exit(1)  # pylint: disable=protected-access
+    console.exit_at_once(1, line)
 
 
 class PeerWatch:
@@ -150,7 +140,6 @@ class PeerWatch:
         self._end = end
         self._peers: dict[int, socket.socket] = {}  # process 0: the others' connections
         self._lock = threading.Lock()
-        self._closing = False
         self._closed = threading.Event()  # set once this process ends on its own
         self.told = threading.Event()  # set once another process's end is known
         self._peers_gone = threading.Event()  # process 0, ending: every other has gone
@@ -165,7 +154,7 @@ class PeerWatch:
             try:
                 watch()
             except Exception as error:  # noqa: BLE001 - the run must not end for the watch
-                if not self._closing:
+                if not self._closed.is_set():
                     logging.warning("[distributed] process %d's watch stopped (%r): if a "
                                     "process dies, JAX's heartbeat ends the others",
                                     self.process_id, error)
@@ -177,11 +166,10 @@ class PeerWatch:
         """This process ends on its own with `status`: "bye <status>" to those it is
         connected with. False when it had closed already."""
         with self._lock:
-            if self._closing:
+            if self._closed.is_set():
                 return False
-            self._closing = True
+            self._closed.set()
             connections = list(self._peers.values())
-        self._closed.set()
         # Process 0 still hears the others hang up: it serves JAX's coordination
         # service, whose end would make JAX abort a process still stopping.
         serving = self.process_id == 0
@@ -254,10 +242,10 @@ class PeerWatch:
                 else:  # its kernel closed it: it died
                     news, line = f"died {peer}", died_line(peer, self.num_processes)
                 self._forget(selector, connection, peer)
-                if news is not None and not self._closing:
+                if news is not None and not self._closed.is_set():
                     self._tell_others(peer, news)
                     self._end_unless_closing(line)  # returns if this process ends too
-                if self._closing and not self._peers:
+                if self._closed.is_set() and not self._peers:
                     self._peers_gone.set()
                     return
 
@@ -296,7 +284,7 @@ class PeerWatch:
             self._peers.pop(peer, None)
 
     def _lost(self, selector, connection, peer, error: OSError) -> None:
-        if peer is not None and not self._closing:
+        if peer is not None and not self._closed.is_set():
             logging.warning("[distributed] process 0 lost its watch of process %d (%s): "
                             "if it dies, JAX's heartbeat ends the others", peer, error)
         selector.unregister(connection)
@@ -324,7 +312,7 @@ class PeerWatch:
                                                   timeout=min(self._timeout_s, 30.0))
             connection.settimeout(None)
             with self._lock:  # known to `close` before process 0 hears of it
-                if self._closing:  # this process ended meanwhile
+                if self._closed.is_set():  # this process ended meanwhile
                     connection.close()
                     return None
                 self._peers[0] = connection
@@ -348,13 +336,13 @@ class PeerWatch:
             try:
                 data = connection.recv(256)
             except OSError as error:
-                if not self._closing:
+                if not self._closed.is_set():
                     logging.warning("[distributed] process %d lost its watch of process 0 "
                                     "(%s): if it dies, JAX's heartbeat ends this process",
                                     self.process_id, error)
                 return
             if not data:
-                if not self._closing:
+                if not self._closed.is_set():
                     self._end_unless_closing(died_line(0, self.num_processes))
                 return
             received += data

@@ -47,7 +47,7 @@ import orbax.checkpoint as ocp
 import tensorstore as ts
 from absl import logging
 
-from causal_disent.runs import seeds
+from causal_disent.runs import orbax_noise, seeds
 from causal_disent.runs.checkpoint_paths import checkpoint_dir  # the stages import it from here
 from causal_disent.utils import json_values
 
@@ -90,14 +90,15 @@ class StageCheckpoints:
         self._last_saved_step: int | None = None
         self._closed = False
         # We decide when to save (orbax would also save the first step it sees).
-        self.manager = ocp.CheckpointManager(
-            self.directory,
-            options=ocp.CheckpointManagerOptions(
-                # What orbax would set itself when read-only, with a warning each.
-                max_to_keep=None if read_only else max_to_keep,
-                save_interval_steps=0 if read_only else 1,
-                create=not read_only, read_only=read_only),
-        )
+        with orbax_noise.read_only_warning_dropped():
+            self.manager = ocp.CheckpointManager(
+                self.directory,
+                options=ocp.CheckpointManagerOptions(
+                    # What orbax would set itself when read-only, with a warning each.
+                    max_to_keep=None if read_only else max_to_keep,
+                    save_interval_steps=0 if read_only else 1,
+                    create=not read_only, read_only=read_only),
+            )
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
@@ -256,11 +257,9 @@ def check_workdir_compatible(workdir: str | Path, stage: str, signature: dict) -
     directory = checkpoint_dir(workdir, stage)
     if not directory.exists():
         return
-    manager = ocp.CheckpointManager(
-        directory, options=ocp.CheckpointManagerOptions(
-            read_only=True, create=False, save_interval_steps=0
-        ),
-    )
+    with orbax_noise.read_only_warning_dropped():
+        manager = ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(
+            read_only=True, create=False, save_interval_steps=0))
     try:
         for step in sorted(manager.all_steps(), reverse=True):
             try:

@@ -12,16 +12,22 @@ tracebacks after the one line that matters. These filters keep them off the cons
 the log records still reach the run's log.txt, and each unraisable report becomes one
 INFO line there. `quiet_orbax_info` keeps orbax's routine lines off the console too.
 
+`read_only_warning_dropped` drops the warning orbax logs whenever a checkpoint manager
+is opened read-only (restoring a finished stage, loading a trained model), which the
+library does on purpose: loading a CT-VAE in a script printed it three times.
+
 `quiet_console` puts these filters on every handler that prints for a person, so that
 `stages.run` called from a notebook shows what the command line shows.
 """
 
+import contextlib
 import logging as python_logging
 import sys
 
 from absl import logging
 
 _CLOSED_LOOP = "Event loop is closed"
+_READ_ONLY = "Given directory is read only"
 
 
 def quiet_console() -> None:
@@ -73,11 +79,24 @@ def install_unraisable_filter() -> None:
 
 
 def quiet_orbax_info(record: python_logging.LogRecord) -> bool:
-    """A log filter that keeps orbax's per-save INFO lines out of the console, and its
-    "Given directory is read only" warning, which every read-only manager prints
-    (restoring a finished stage 1 opens one) though nothing is wrong; other warnings
-    still show."""
-    if "orbax" not in record.pathname:
-        return True
-    return (record.levelno >= python_logging.WARNING
-            and "Given directory is read only" not in record.getMessage())
+    """A log filter that keeps orbax's per-save INFO lines out of the console; its
+    warnings still show."""
+    return "orbax" not in record.pathname or record.levelno >= python_logging.WARNING
+
+
+@contextlib.contextmanager
+def read_only_warning_dropped():
+    """Within it, orbax's "Given directory is read only" warning is dropped before any
+    handler (console or file) sees it: opening a manager read-only is the library's
+    choice, not a fault, and nothing else is wrong when orbax says so. Other records
+    pass. A filter on absl's logger, which orbax logs through."""
+    logger = python_logging.getLogger("absl")
+
+    def keep(record: python_logging.LogRecord) -> bool:
+        return not ("orbax" in record.pathname and record.getMessage().startswith(_READ_ONLY))
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)

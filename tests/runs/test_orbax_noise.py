@@ -5,9 +5,10 @@ import logging as python_logging
 import sys
 import types
 
+import orbax.checkpoint as ocp
 from absl import logging
 
-from causal_disent.runs import orbax_noise
+from causal_disent.runs import checkpoint, orbax_noise
 
 
 def record(name, level, pathname, message):
@@ -59,16 +60,41 @@ def test_quiet_console_filters_what_prints_for_a_person_but_not_files(monkeypatc
     monkeypatch.setattr(root, "handlers", [stream, log_file])
     orbax_noise.quiet_console()
     orbax_noise.quiet_console()  # once
-    read_only = record("absl", python_logging.WARNING, "/orbax/checkpoint/checkpoint_manager.py",
-                       "Given directory is read only=/runs/a/checkpoints/mcqvae")
+    routine = record("absl", python_logging.INFO, "/orbax/checkpoint/checkpoint_manager.py",
+                     "Saving checkpoint at step 10")
     ours = record("absl", python_logging.WARNING, "/causal_disent/runs/checkpoint.py",
                   "a half-written checkpoint")
     for handler in handlers:
         assert handler.filters.count(orbax_noise.quiet_orbax_info) == (handler is not log_file)
-    root.handle(read_only)
+    root.handle(routine)
     root.handle(ours)
     log_file.close()
     assert console.getvalue() == "a half-written checkpoint\n"
     assert (tmp_path / "log.txt").read_text().splitlines() == [
-        "Given directory is read only=/runs/a/checkpoints/mcqvae", "a half-written checkpoint"]
-    assert not python_logging.lastResort.filter(read_only)
+        "Saving checkpoint at step 10", "a half-written checkpoint"]
+    assert not python_logging.lastResort.filter(routine)
+
+
+def test_opening_checkpoints_read_only_logs_no_warning_and_other_records_pass(tmp_path):
+    """Loading a trained model opens read-only managers; orbax's warning for each
+    reached a script's console (three lines for a CT-VAE) and every log file."""
+    seen = []
+    handler = python_logging.Handler()
+    handler.emit = seen.append
+    absl_logger = python_logging.getLogger("absl")
+    absl_logger.addHandler(handler)
+    try:
+        reading = checkpoint.StageCheckpoints(tmp_path, "stage", {"k": 1}, 1, 1,
+                                              read_only=True)
+        reading.close()
+        with orbax_noise.read_only_warning_dropped():
+            logging.warning("a warning of ours")
+        ocp.CheckpointManager(tmp_path / "direct", options=ocp.CheckpointManagerOptions(
+            read_only=True, create=False, save_interval_steps=0)).close()  # outside: logged
+    finally:
+        absl_logger.removeHandler(handler)
+    messages = [seen_record.getMessage() for seen_record in seen
+                if seen_record.levelno >= python_logging.WARNING]
+    assert messages == ["a warning of ours",
+                        f"Given directory is read only={tmp_path / 'direct'}"]
+    assert not absl_logger.filters  # the filter is gone after the block

@@ -9,6 +9,7 @@ puts the reason beside it, under the key `<key>_not_finite`.
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -28,11 +29,28 @@ def to_python(value):
 
 def dumps(record, **kwargs) -> str:
     """`json.dumps` of `record` (dicts, lists, numbers, strings, arrays) with every
-    non-finite number made `null` and explained beside it; never writes NaN."""
+    non-finite number made `null` and explained beside it; never writes NaN.
+
+    Indented (`indent=`), a list that holds no list or dict is written on one line:
+    a matrix one row a line, not one number a line (a 12-action confusion matrix
+    took 170 lines of results.json, two 1500 × 1500 consistency matrices 135 MB)."""
     try:  # plain finite values (training rows, mostly) are written as they are
-        return json.dumps(record, allow_nan=False, **kwargs)
+        text = json.dumps(record, allow_nan=False, **kwargs)
     except (TypeError, ValueError):  # arrays, numpy numbers, or a non-finite number
-        return json.dumps(strict(record), allow_nan=False, **kwargs)
+        text = json.dumps(strict(record), allow_nan=False, **kwargs)
+    if kwargs.get("indent") is None:
+        return text
+    return _FLAT_LIST.sub(_one_line, text)
+
+
+# An indented list holding no bracket or brace: its items are numbers, strings without
+# brackets, booleans or nulls. Only json's own layout puts a newline after "[" (a
+# string holds none), so this never starts inside a string.
+_FLAT_LIST = re.compile(r"\[\n([^\[\]{}]*)\n[ \t]*\]")
+
+
+def _one_line(match: re.Match) -> str:
+    return "[" + " ".join(line.strip() for line in match.group(1).split("\n")) + "]"
 
 
 def strict(value):

@@ -554,3 +554,32 @@ def test_strict_json_writes_null_with_the_reason_beside_it():
         "rows": [{"y": None, "y_not_finite": "nan"}], "name": "run", "none": None,
         "per_action": [0.5, None, 1.0],  # left out on purpose (no pairs): no reason
     }
+
+
+def test_indented_json_writes_a_list_of_values_on_one_line_and_reads_back_the_same():
+    record = {"confusion": np.arange(6).reshape(2, 3), "per_action": [0.5, None, 1.0],
+              "names": ["scale+", "hue [0, 1]"], "empty": [], "text": "a [b\n c]",
+              "rows": [{"kl": [1.0, float("nan")]}], "steps": 3}
+    text = json_values.dumps(record, indent=2)
+    assert strict_json(text) == strict_json(json_values.dumps(record))
+    assert text.splitlines() == [
+        "{",
+        '  "confusion": [',
+        "    [0, 1, 2],",
+        "    [3, 4, 5]",
+        "  ],",
+        '  "per_action": [0.5, null, 1.0],',
+        '  "names": [',  # a bracket inside a string: left as json lays it out
+        '    "scale+",',
+        '    "hue [0, 1]"',
+        "  ],",
+        '  "empty": [],',
+        '  "text": "a [b\\n c]",',
+        '  "rows": [',
+        "    {",
+        '      "kl": [1.0, null],',
+        '      "kl_not_finite": "1 of 2 values were not finite"',
+        "    }",
+        "  ],",
+        '  "steps": 3',
+        "}"]

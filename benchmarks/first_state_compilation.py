@@ -64,7 +64,7 @@ def configured(case: str):
         train = section.get("train") if hasattr(section, "get") else None
         if train is None or "num_steps" not in train:
             continue
-        k = train.get("steps_per_call", 1)
+        k = max(train.get("steps_per_call", 1), 1)  # auto (0) takes 1 on these intervals
         train.num_steps = STEPS * k
         for name in ("log_every_steps", "checkpoint_every_steps"):
             if name in train:

@@ -19,7 +19,8 @@ def add_loop_settings(train: ml_collections.ConfigDict) -> None:
     train.prefetch_batches = 2
     # Steps per compiled call (train/multi_step.py): k > 1 runs k steps in one
     # dispatch; logs, checkpoints and curve points then fall on multiples of k.
-    train.steps_per_call = 1
+    # 0 = auto: 1 on CPUs; on GPUs and TPUs up to 10, a divisor of the stage's intervals.
+    train.steps_per_call = 0
     # Those k steps unrolled or a loop: "auto" unrolls on CPUs only (train/multi_step.py).
     train.unroll_call = "auto"
     # Training data on the devices, the host sending row indices (train/device_data.py):

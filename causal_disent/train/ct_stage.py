@@ -223,6 +223,7 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
             device_data=code_device_data(codes, sampler, cfg.optim.batch_size, first_step,
                                          total_steps, cfg.train.prefetch_batches)
             if on_devices else None,
+            several_steps_per_call=codes is not None,  # the encode path: one a call
         )
         return runner.Plan(training, curve_point)
 

@@ -60,6 +60,9 @@ class Training:
     prepare_batch: Callable[[dict], dict] | None = None
     # The training data kept on the devices; its batches replace `batches`.
     device_data: DeviceData | None = None
+    # False where the steps cannot run several to a call (train.steps_per_call "auto"
+    # then takes 1; a k > 1 set by hand is refused by the stage).
+    several_steps_per_call: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +138,12 @@ def _train(stage: Stage, state, first_step: int, plan, eval_every_steps: int, me
     left, drops what an attempt killed after its last checkpoint logged past it."""
     cfg = stage.train_config
     if plan.training is not None and first_step < stage.total_steps:
-        k = cfg.get("steps_per_call", 1)
+        platform = platform_of(mesh)
+        k = multi_step.steps_per_call(cfg, platform, stage.total_steps, first_step,
+                                      plan.training.several_steps_per_call)
+        if cfg.get("steps_per_call", 1) == multi_step.AUTO:
+            logging.info("[%s] %d step%s a call (train.steps_per_call = 0: auto, on %s)",
+                         stage.name, k, "s" * (k > 1), platform)
         multi_step.check_total_steps(stage.name, stage.total_steps, first_step, k)
         step_fn, rows_of_call = compiled_step_fn(plan.training, mesh, stage.name, k,
                                                  cfg.get("unroll_call", "auto"))
@@ -157,6 +165,11 @@ def _train(stage: Stage, state, first_step: int, plan, eval_every_steps: int, me
     else:  # killed after its last checkpoint: drop what that attempt logged past it
         writer.discard_after(stage.name, first_step)
     return state
+
+
+def platform_of(mesh: Mesh) -> str:
+    """"cpu", "gpu" or "tpu": what the loop's "auto" settings choose by."""
+    return mesh.devices.flat[0].platform
 
 
 def _release(writer: MetricsWriter, checkpoints, workdir: Path, stage: str) -> None:
@@ -255,7 +268,7 @@ def compiled_step_fn(training: Training, mesh: Mesh, stage: str = "",
                        out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0)
 
     rows = multi_step.Rows(modes if several_modes else None)
-    unroll = multi_step.unrolled(unroll_call, mesh.devices.flat[0].platform)
+    unroll = multi_step.unrolled(unroll_call, platform_of(mesh))
     if k == 1:
         compiled = {mode: jitted(with_data(lambda steps, mode=mode: steps[mode]))
                     for mode in modes}

@@ -269,7 +269,8 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
 
     def plan(first_step: int) -> runner.Plan:
         note = seed_stacking.unrolled_copies_note(
-            len(seeds), execution, cfg.train.get("steps_per_call", 1),
+            len(seeds), execution,
+            multi_step.steps_per_call(cfg.train, platform, cfg.train.num_steps, first_step),
             multi_step.unrolled(cfg.train.get("unroll_call", "auto"), platform))
         if note is not None and first_step < cfg.train.num_steps:  # it will compile
             console.say(f"[{STAGE}] {note}")

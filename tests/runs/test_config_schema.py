@@ -53,7 +53,7 @@ def test_a_lacking_section_or_field_names_the_nearest_config_and_its_values(libr
     # The nearest by loss, fields and dataset: not the β-VAE, whose fields it now has.
     assert "as configs/factorvae_shapes3d_synth.py (the library's config nearest" in problem
     assert "vae.discriminator (a section: model, optim)" in problem
-    assert "vae.train.steps_per_call = 1" in problem
+    assert "vae.train.steps_per_call = 0" in problem
     assert "from configs import factorvae_shapes3d_synth" in problem
 
 

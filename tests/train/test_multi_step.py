@@ -382,7 +382,9 @@ def config_with(**train):
 
 
 @pytest.mark.parametrize("train, message", [
-    ({"steps_per_call": 0}, "vae.train.steps_per_call must be an integer >= 1, got 0"),
+    ({"steps_per_call": -1}, r"vae.train.steps_per_call must be an integer >= 1, or 0 to "
+                             r"choose by the devices; got -1"),
+    ({"steps_per_call": 2.0}, r"steps_per_call must be an integer >= 1, or 0 .*got 2.0"),
     ({"steps_per_call": 4}, r"vae.train.checkpoint_every_steps = 6 is not a multiple of "
                             r"vae.train.steps_per_call = 4.*checkpoint_every_steps=8"),
     ({"eval_every_steps": 3}, "eval_every_steps = 3 is not a multiple"),
@@ -393,6 +395,36 @@ def test_steps_per_call_that_intervals_do_not_divide_is_refused(train, message):
     multi_step.check_config(config_with())
     with pytest.raises(ValueError, match=message):
         multi_step.check_config(config_with(**train))
+
+
+def test_auto_steps_per_call_takes_one_on_cpus_and_the_largest_common_divisor_elsewhere():
+    def chosen(platform="gpu", total=2000, first=0, allowed=True, **train):
+        section = ml_collections.ConfigDict({
+            "steps_per_call": 0, "log_every_steps": 100, "checkpoint_every_steps": 500,
+            "eval_every_steps": 500, **train})
+        multi_step.check_config(ml_collections.ConfigDict({"vae": {"train": section}}))
+        return multi_step.steps_per_call(section, platform, total, first, allowed)
+
+    assert chosen("cpu") == 1  # bit for bit the loop of one step a call
+    assert chosen("gpu") == chosen("tpu") == multi_step.AUTO_MAX_STEPS_PER_CALL == 10
+    assert chosen(log_every_steps=25) == 5  # the largest divisor of 25 up to 10
+    assert chosen(log_every_steps=7) == 1  # and 500
+    assert chosen(log_every_steps=7, checkpoint_every_steps=700, eval_every_steps=0,
+                  total=2100) == 7
+    assert chosen(eval_every_steps=0) == 10  # no curve: no constraint
+    assert chosen(eval_every_steps=12) == 4
+    assert chosen(total=2004) == 4  # a length from epochs
+    assert chosen(first=133) == 1  # paused between calls of any larger k
+    assert chosen(first=130) == 10
+    assert chosen(allowed=False) == 1  # CT-VAE stage 2 encoding each batch
+    for k in (1, 5):  # set by hand: as it is, wherever it runs
+        assert chosen("gpu", steps_per_call=k) == chosen("cpu", steps_per_call=k) == k
+    # Every choice divides what the loop needs divided (never a refused config).
+    for log in range(1, 60):
+        for first in (0, 40, 120):
+            k = chosen(log_every_steps=log, first=first, total=2400)
+            multi_step.check_total_steps("vae", 2400, first, k)
+            assert log % k == 0 and 500 % k == 0
 
 
 @pytest.mark.parametrize("train, message", [

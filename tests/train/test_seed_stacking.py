@@ -20,7 +20,7 @@ from causal_disent.objectives.vae import bind_loss
 from causal_disent.runs import seeds as seeds_format
 from causal_disent.runs import vae as vae_run
 from causal_disent.runs.config_file import read_config
-from causal_disent.train import seed_stacking, stages, vae_stage
+from causal_disent.train import multi_step, runner, seed_stacking, stages, vae_stage
 from causal_disent.utils.sharding import make_data_mesh
 from configs import betavae_dsprites_synth, causalvae_pendulum, factorvae_dsprites_synth
 
@@ -85,16 +85,20 @@ def test_each_stacked_model_is_its_seed_trained_alone(stacked_and_single_runs, m
 
 @pytest.mark.parametrize("execution, gpu_loop", [("vmap", True), ("vmap_matmul", False)])
 def test_vmapped_seeds_are_the_unrolled_ones(stacked_and_single_runs, tmp_path, execution,
-                                             gpu_loop):
+                                             gpu_loop, monkeypatch, capsys):
     """The runs above unroll the seeds (the CPU's "auto") and run one step a call on
     host batches; vmapping the seeds trains the same models, with convolutions or
-    with their matmul form, the former as a GPU's "auto" runs them: two steps a call
-    as a loop, their batches gathered from the device table."""
+    with their matmul form, the former as a GPU's "auto" runs them: its steps a call
+    chosen by train.steps_per_call = 0 (two, the largest divisor of :tiny's intervals
+    of 2 steps), as a loop, their batches gathered from the device table."""
     config = stacked_config()
     config.seed_execution = execution
     if gpu_loop:
-        config.vae.train.update(steps_per_call=2, unroll_call="off", device_data="on")
+        assert config.vae.train.steps_per_call == multi_step.AUTO  # every config's default
+        config.vae.train.update(unroll_call="off", device_data="on")
+        monkeypatch.setattr(runner, "platform_of", lambda mesh: "gpu")
     stages.run(config, tmp_path)
+    assert ("[vae] compiling the 2-step call" in capsys.readouterr().out) == gpu_loop
     unrolled_dir, _, _ = stacked_and_single_runs[betavae_dsprites_synth.__name__]
     for seed in (3, 4):
         jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),

@@ -64,7 +64,9 @@ def configured(case: str):
         train = section.get("train") if hasattr(section, "get") else None
         if train is None or "num_steps" not in train:
             continue
-        k = max(train.get("steps_per_call", 1), 1)  # auto (0) takes 1 on these intervals
+        # A k set by the config stays (CT-VAE :gpu's 10); "auto" (0) is made 1, what it
+        # would choose on intervals of one step anyway.
+        k = train.steps_per_call = max(train.get("steps_per_call", 1), 1)
         train.num_steps = STEPS * k
         for name in ("log_every_steps", "checkpoint_every_steps"):
             if name in train:

@@ -98,6 +98,24 @@ def steps_per_call(train_config, platform: str, total_steps: int, first_step: in
     return max(k for k in range(1, AUTO_MAX_STEPS_PER_CALL + 1) if common % k == 0)
 
 
+def auto_shortfall(train_config, platform: str, total_steps: int, first_step: int,
+                   several_allowed: bool, k: int) -> str | None:
+    """A console line when "auto" gave an accelerator fewer than
+    AUTO_MAX_STEPS_PER_CALL steps a call because the stage's numbers allow no more
+    (a length from epochs, say), naming them; None otherwise."""
+    if (train_config.get("steps_per_call", 1) != AUTO or platform == "cpu"
+            or not several_allowed or k == AUTO_MAX_STEPS_PER_CALL):
+        return None
+    numbers = [(f"train.{name}", train_config.get(name, 0))
+               for name in _ALIGNED_FIELDS if name != "num_steps"]
+    numbers += [("its length", total_steps), ("the step it starts from", first_step)]
+    named = ", ".join(f"{name} {value}" for name, value in numbers if value)
+    return (f"{k} step{'s' * (k > 1)} a call on the {platform} (train.steps_per_call = 0, "
+            f"auto): no larger k up to {AUTO_MAX_STEPS_PER_CALL} divides {named}; "
+            f"multiples of {AUTO_MAX_STEPS_PER_CALL} would let each call run "
+            f"{AUTO_MAX_STEPS_PER_CALL}")
+
+
 def check_total_steps(stage: str, total_steps: int, first_step: int, k: int) -> None:
     """The run's ends must fall on call boundaries (epoch-based totals are known only
     now, and a checkpoint saved with another k may sit between them)."""

@@ -138,10 +138,13 @@ def _train(stage: Stage, state, first_step: int, plan, eval_every_steps: int, me
     left, drops what an attempt killed after its last checkpoint logged past it."""
     cfg = stage.train_config
     if plan.training is not None and first_step < stage.total_steps:
-        platform = platform_of(mesh)
-        k = multi_step.steps_per_call(cfg, platform, stage.total_steps, first_step,
-                                      plan.training.several_steps_per_call)
-        if cfg.get("steps_per_call", 1) == multi_step.AUTO:
+        platform, several = platform_of(mesh), plan.training.several_steps_per_call
+        k = multi_step.steps_per_call(cfg, platform, stage.total_steps, first_step, several)
+        shortfall = multi_step.auto_shortfall(cfg, platform, stage.total_steps, first_step,
+                                              several, k)
+        if shortfall is not None:
+            console.say(f"[{stage.name}] {shortfall}")
+        elif cfg.get("steps_per_call", 1) == multi_step.AUTO:
             logging.info("[%s] %d step%s a call (train.steps_per_call = 0: auto, on %s)",
                          stage.name, k, "s" * (k > 1), platform)
         multi_step.check_total_steps(stage.name, stage.total_steps, first_step, k)

@@ -419,6 +419,21 @@ def test_auto_steps_per_call_takes_one_on_cpus_and_the_largest_common_divisor_el
     assert chosen(allowed=False) == 1  # CT-VAE stage 2 encoding each batch
     for k in (1, 5):  # set by hand: as it is, wherever it runs
         assert chosen("gpu", steps_per_call=k) == chosen("cpu", steps_per_call=k) == k
+    section = ml_collections.ConfigDict({
+        "steps_per_call": 0, "log_every_steps": 100, "checkpoint_every_steps": 500,
+        "eval_every_steps": 0})
+    assert multi_step.auto_shortfall(section, "gpu", 1847, 0, True, 1) == (
+        "1 step a call on the gpu (train.steps_per_call = 0, auto): no larger k up to 10 "
+        "divides train.log_every_steps 100, train.checkpoint_every_steps 500, its length "
+        "1847; multiples of 10 would let each call run 10")
+    assert "divides train.log_every_steps 100, train.checkpoint_every_steps 500, its " \
+        "length 2000, the step it starts from 135" in multi_step.auto_shortfall(
+            section, "tpu", 2000, 135, True, 5)
+    for platform, total, allowed, k in (("gpu", 2000, True, 10), ("cpu", 1847, True, 1),
+                                        ("gpu", 1847, False, 1)):
+        assert multi_step.auto_shortfall(section, platform, total, 0, allowed, k) is None
+    section.steps_per_call = 1  # chosen by hand: nothing to say
+    assert multi_step.auto_shortfall(section, "gpu", 1847, 0, True, 1) is None
     # Every choice divides what the loop needs divided (never a refused config).
     for log in range(1, 60):
         for first in (0, 40, 120):

@@ -24,8 +24,9 @@ to nothing (and k = 1 is bit for bit the loop as it was); on GPUs and TPUs the l
 k up to AUTO_MAX_STEPS_PER_CALL that divides the stage's intervals, its length and the
 step it starts from, so that "auto" never makes a config invalid. On an H200 every
 stage measured ran faster at ten steps a call than at one (2026-11-26, 400 steps,
-benchmarks/loop_overhead.py: β-VAE :small 346 against 217 steps/s, eight stacked seeds
-102 against 66, the MCQ-VAE 139 against 124), and CT-VAE's whole :gpu run took 6.4
+benchmarks/loop_overhead.py: β-VAE :small 346 against 217 steps/s and eight stacked
+seeds 102 against 66, both with their data moved to the device at k = 10; the MCQ-VAE
+139 against 124 on host data both times), and CT-VAE's whole :gpu run took 6.4
 minutes against 7.8 (docs/accelerators.md).
 
 A stage with several step functions (CT-VAE stage 2's modes) scans over

@@ -25,6 +25,7 @@ setup(
         "chex>=0.1.87",
         "filelock>=3.12",  # JAX locks its compilation cache with it (utils/compilation_cache.py)
         "flax>=0.10.4",
+        "google-crc32c>=1.5",  # the checksums of TensorBoard's event records (utils/record_file.py)
         "importlib_resources>=6.0",  # tensorflow-datasets imports it without declaring it
         "jax>=0.5",
         "jraph>=0.0.6.dev0",

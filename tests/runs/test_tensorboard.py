@@ -71,9 +71,9 @@ def test_a_failed_write_names_the_stages_event_folder(tmp_path, monkeypatch):
     events = tensorboard._file(tmp_path, "vae")
 
     def full_disk(*args):
-        raise OSError(28, "No space left on device")  # as tensorboardX's, no file named
+        raise OSError(28, "No space left on device")  # no file named
 
-    monkeypatch.setattr(events._writer, "write_event", full_disk)
+    monkeypatch.setattr(events._records, "write", full_disk)
     with pytest.raises(OSError) as raised:
         tensorboard.add_scalars(tmp_path, "vae", 2, {"loss": 1.0}, prefix="train")
     assert (raised.value.errno, raised.value.filename) == (

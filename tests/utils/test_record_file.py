@@ -1,7 +1,9 @@
 """TFRecord framing with google-crc32c's checksums: the same bytes as tensorboardX's
 pure-Python writer, and TensorBoard's own reader takes the file."""
 
+import importlib
 import struct
+import sys
 
 import pytest
 from tensorboard.backend.event_processing import event_file_loader
@@ -42,3 +44,17 @@ def test_tensorboards_reader_takes_the_files_records(tmp_path):
     path.write_bytes(bytes(damaged))
     read = list(event_file_loader.EventFileLoader(str(path)).Load())
     assert [event.step for event in read] == [0, 1]
+
+
+def test_without_google_crc32c_the_pure_python_sums_serve(monkeypatch):
+    """A GPU image assembled from carried wheels may lack it: the sums stay right."""
+    expected = record_file.framed(b"event")  # google-crc32c's sums
+    monkeypatch.setitem(sys.modules, "google_crc32c", None)  # import raises ImportError
+    importlib.reload(record_file)
+    try:
+        assert record_file._crc32c is reference_crc.crc32c
+        assert record_file.framed(b"event") == expected
+    finally:
+        monkeypatch.undo()
+        importlib.reload(record_file)
+    assert record_file._crc32c is not reference_crc.crc32c  # google-crc32c's again

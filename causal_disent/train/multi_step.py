@@ -52,6 +52,8 @@ AUTO = 0  # train.steps_per_call: chosen where the stage starts (`steps_per_call
 AUTO_MAX_STEPS_PER_CALL = 10
 # Intervals that must be multiples of steps_per_call (0 means "never" for the last).
 _ALIGNED_FIELDS = ("log_every_steps", "checkpoint_every_steps", "num_steps", "eval_every_steps")
+# Those that are intervals ("auto" takes the stage's length as it runs, epochs included).
+_INTERVAL_FIELDS = tuple(name for name in _ALIGNED_FIELDS if name != "num_steps")
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
@@ -94,8 +96,8 @@ def steps_per_call(train_config, platform: str, total_steps: int, first_step: in
     if platform == "cpu" or not several_allowed:
         return 1
     # gcd(n, 0) = n: an interval of 0 ("never") or a start at step 0 constrains nothing.
-    common = math.gcd(total_steps, first_step, *(
-        train_config.get(name, 0) for name in _ALIGNED_FIELDS if name != "num_steps"))
+    common = math.gcd(total_steps, first_step,
+                      *(train_config.get(name, 0) for name in _INTERVAL_FIELDS))
     return max(k for k in range(1, AUTO_MAX_STEPS_PER_CALL + 1) if common % k == 0)
 
 
@@ -107,8 +109,7 @@ def auto_shortfall(train_config, platform: str, total_steps: int, first_step: in
     if (train_config.get("steps_per_call", 1) != AUTO or platform == "cpu"
             or not several_allowed or k == AUTO_MAX_STEPS_PER_CALL):
         return None
-    numbers = [(f"train.{name}", train_config.get(name, 0))
-               for name in _ALIGNED_FIELDS if name != "num_steps"]
+    numbers = [(f"train.{name}", train_config.get(name, 0)) for name in _INTERVAL_FIELDS]
     numbers += [("its length", total_steps), ("the step it starts from", first_step)]
     named = ", ".join(f"{name} {value}" for name, value in numbers if value)
     return (f"{k} step{'s' * (k > 1)} a call on the {platform} (train.steps_per_call = 0, "

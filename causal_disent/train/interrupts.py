@@ -9,7 +9,11 @@ signal; the loop asks `requested()` after each step, saves that step and raises
 step has finished) the handler raises `Interrupted` at once: the last checkpoint on
 disk is where a rerun resumes.
 
-A second signal while one is pending raises at once, for a user who will not wait.
+A second signal while one is pending raises at once, for a user who will not wait,
+unless it comes within SAME_REQUEST_SECONDS of the first: then it is a copy of the
+first, which launchers and wrappers forward to a process that the signal also reached
+directly (`pkill` matching both `timeout` and its child, slurmd and `srun`, a shell's
+trap), and two at once stopped processes without their save.
 
 Python runs a signal handler only between bytecodes of the main thread, so a signal
 that lands while it is inside native code (XLA compiling the model's first
@@ -26,6 +30,7 @@ import contextlib
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import NoReturn
 
@@ -56,7 +61,12 @@ class Interrupted(BaseException):
         return 128 + self.signal_number  # the shell's convention for a signal
 
 
+# A signal this soon after the first one in a training window is a copy of it (see the
+# module docstring); a user who means "stop now" sends it again after the warning line.
+SAME_REQUEST_SECONDS = 1.0
+
 _pending: int | None = None  # the signal recorded inside `deferred()`
+_pending_since = 0.0  # when it came (time.monotonic)
 _deferring = False
 # Inside `deferred()`: whether a step has finished since it opened, i.e. whether there
 # is a step worth saving; `_window` counts the windows, for the watchdog's tally.
@@ -71,13 +81,16 @@ _watchdog_running = False
 
 
 def _handle(signal_number: int, frame) -> None:
-    global _pending
-    if _deferring and _step_done and _pending is None:
+    global _pending, _pending_since
+    if _deferring and _step_done:
         # No logging here: the handler runs between two bytecodes of the main thread,
         # which may be inside a write to stderr, and a reentrant write fails ("---
         # Logging error ---"). The watchdog thread announces it; the loop logs the stop.
-        _pending = signal_number
-        return
+        if _pending is None:
+            _pending, _pending_since = signal_number, time.monotonic()
+            return
+        if is_copy(_pending_since, time.monotonic()):
+            return
     if _watchdog_running:
         return  # the watchdog, woken by the same signal, ends the process
     raise Interrupted(signal_number)
@@ -136,7 +149,8 @@ def stop_at_once_outside_training(message: Callable[[Interrupted], str]) -> None
     """From now on (call from the main thread, once), SIGTERM and SIGINT end the
     process at once with `exit_now(128 + signal, message(Interrupted(signal)))`,
     except inside `deferred()` after its first step: there the first signal is the
-    loop's to save, and a second one in the same window ends the process at once."""
+    loop's to save, and a second one in the same window ends the process at once
+    (unless it is a copy of the first, `is_copy`)."""
     global _watchdog_running
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
@@ -148,8 +162,14 @@ def stop_at_once_outside_training(message: Callable[[Interrupted], str]) -> None
     _watchdog_running = True
 
 
+def is_copy(first_seconds: float, now_seconds: float) -> bool:
+    """Whether a signal at `now_seconds` is a copy of the one pending since
+    `first_seconds` (time.monotonic readings) rather than a request to stop at once."""
+    return now_seconds - first_seconds < SAME_REQUEST_SECONDS
+
+
 def _watch(read_end: int, message: Callable[[Interrupted], str]) -> None:
-    window, signals_in_window = None, 0
+    window, first_seconds = None, None
     while True:
         received = os.read(read_end, 1)
         if not received:
@@ -158,15 +178,20 @@ def _watch(read_end: int, message: Callable[[Interrupted], str]) -> None:
         if number not in HANDLED_SIGNALS:
             continue
         if _deferring and _step_done:
+            # Logging from this thread is safe: the log handler's lock makes it wait
+            # while the main thread writes.
+            name, now = signal.Signals(number).name, time.monotonic()
             if window != _window:
-                window, signals_in_window = _window, 0
-            signals_in_window += 1
-            if signals_in_window == 1:
-                # The loop saves the step in flight, then stops. Logging from this
-                # thread is safe: the log handler's lock makes it wait while the main
-                # thread writes.
+                window, first_seconds = _window, None
+            if first_seconds is None:  # the loop saves the step in flight, then stops
+                first_seconds = now
                 logging.warning("%s received: saving a checkpoint after the current step "
-                                "(send it again to stop at once)", signal.Signals(number).name)
+                                "(send it again to stop at once)", name)
+                continue
+            if is_copy(first_seconds, now):
+                logging.warning("%s received again within %g s: taken as a copy of the "
+                                "first (send it again later to stop at once)", name,
+                                SAME_REQUEST_SECONDS)
                 continue
         stopped = Interrupted(number)
         exit_now(stopped.exit_status, message(stopped))

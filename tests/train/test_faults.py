@@ -128,10 +128,11 @@ def test_a_diverging_run_stops_with_no_checkpoint_and_a_clear_error(tmp_path):
 # Signals -------------------------------------------------------------------------------
 
 
-def signalling_fit(tmp_path, events, signal_number, *, at_step, last_step=9, repeat=False):
+def signalling_fit(tmp_path, events, signal_number, *, at_step, last_step=9, times=1):
     def step_fn(state, batch, step):
-        if step + 1 == at_step or (repeat and step + 1 > at_step):
-            os.kill(os.getpid(), signal_number)  # handled before the step returns
+        if step + 1 == at_step:
+            for _ in range(times):
+                os.kill(os.getpid(), signal_number)  # handled before the step returns
         return state + 1, {"loss": state * 1.0}
 
     return loop.fit(
@@ -159,6 +160,21 @@ def test_a_signal_in_the_last_step_still_stops_after_saving_it(tmp_path):
     with pytest.raises(interrupts.Interrupted, match="saved at step 9"):
         signalling_fit(tmp_path, events, signal.SIGTERM, at_step=9)
     assert events[-1] == ("save", 9, 9)
+
+
+def test_a_copy_of_the_signal_still_saves_and_a_later_one_stops_at_once(tmp_path, monkeypatch):
+    """Two signals within interrupts.SAME_REQUEST_SECONDS are one request (a wrapper's
+    forward beside the signal itself); further apart, the second stops at once,
+    without the save."""
+    events = []
+    with pytest.raises(interrupts.Interrupted, match="saved at step 3"):
+        signalling_fit(tmp_path, events, signal.SIGTERM, at_step=3, times=2)
+    assert events[-1] == ("save", 3, 3)
+    monkeypatch.setattr(interrupts, "SAME_REQUEST_SECONDS", 0.0)
+    events.clear()
+    with pytest.raises(interrupts.Interrupted, match="outside training"):
+        signalling_fit(tmp_path, events, signal.SIGTERM, at_step=3, times=2)
+    assert ("save", 3, 3) not in events
 
 
 def test_the_host_runs_at_most_two_calls_ahead_of_the_device(tmp_path, monkeypatch):
@@ -227,12 +243,15 @@ def test_sigterm_from_outside_saves_exits_143_and_the_rerun_resumes(tmp_path):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.2)
     process.send_signal(signal.SIGTERM)
+    time.sleep(0.2)  # two deliveries, not one: pending standard signals merge
+    process.send_signal(signal.SIGTERM)  # a launcher's copy: the save goes on
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 143, stderr[-3000:]
     # The handler itself writes nothing: a write from it could land inside the main
     # thread's own write to stderr ("--- Logging error ---"); the watchdog announces it.
     assert "Traceback" not in stderr and "Logging error" not in stderr, stderr[-3000:]
     assert "SIGTERM received: saving a checkpoint after the current step" in stderr
+    assert "SIGTERM received again within 1 s: taken as a copy of the first" in stderr
     checkpoints = checkpoint.StageCheckpoints(tmp_path, "mcqvae", {}, 1, 1)
     saved = checkpoints.latest_step()
     checkpoints.close()

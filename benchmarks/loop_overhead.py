@@ -25,7 +25,10 @@ compiled call of `--steps_per_call` steps) called back to back with nothing else
 between the bare step and the loop, it separates what the k-step call costs by itself
 from what the rest of the loop costs. `--unroll_call=auto|on|off` sets the timed
 stage's train.unroll_call (k steps unrolled, or a loop, whose control XLA:GPU runs on
-the host).
+the host). `--profile=DIR` traces each case's timed loop with jax.profiler into
+DIR/<case> and prints, under its case, where the device idled and what the host's
+main thread was doing then (benchmarks/trace_gaps.py); the rates are then a traced
+run's.
 
 Cases (configs at their `:small` sizes on `*_synth` data): betavae (S = 1),
 betavae_s8 (8 stacked seeds; betavae_s8_matmul: seed_execution vmap_matmul),
@@ -115,6 +118,7 @@ from causal_disent.runs import checkpoint  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 from causal_disent.train import loop, reporting, runner, stages  # noqa: E402
 from causal_disent.utils.sharding import batch_sharded, global_batch, replicated  # noqa: E402
+from benchmarks import trace_gaps  # noqa: E402
 
 CASES = {
     # name: (config, stage timed, overrides)
@@ -132,13 +136,21 @@ CASES = {
 }
 DEFAULT_CASES = ("betavae", "betavae_s8", "factorvae", "mcqvae", "ct")
 PARTS = ("data", "step call", "rows", "saves")
+# The Python tracer on (which frame the host is in when the device idles), the
+# programs' HLO left out of the trace file.
+PROFILE_OPTIONS = jax.profiler.ProfileOptions()
+PROFILE_OPTIONS.python_tracer_level = 1
+PROFILE_OPTIONS.enable_hlo_proto = False
 
 
 class Recorder:
-    """Wraps the loop's parts for one stage and keeps what the bare timing needs."""
+    """Wraps the loop's parts for one stage and keeps what the bare timing needs; with
+    `profile_dir`, also traces the timed loop there (jax.profiler)."""
 
-    def __init__(self, stage: str):
+    def __init__(self, stage: str, profile_dir: str | None = None):
         self.stage = stage
+        self.profile_dir = profile_dir
+        self.tracing = False
         self.seconds = dict.fromkeys(PARTS, 0.0)
         self.training = self.mesh = self.first_batch = self.state = None
         self.step_fn = None  # the loop's own step function (runner.compiled_step_fn)
@@ -208,12 +220,21 @@ class Recorder:
             if kwargs["stage"] != recorder.stage:
                 return original_fit(**kwargs)
             kwargs["local_batches"] = timed_batches(kwargs["local_batches"])
-            state = original_fit(**kwargs)
-            recorder.timed_to = time.perf_counter()
+            try:
+                state = original_fit(**kwargs)
+                recorder.timed_to = time.perf_counter()
+            finally:
+                if recorder.tracing:
+                    jax.profiler.stop_trace()
+                    recorder.tracing = False
             return state
 
         def timing(progress, step):
             if progress.stage == recorder.stage:
+                if recorder.profile_dir is not None:
+                    jax.profiler.start_trace(recorder.profile_dir,
+                                             profiler_options=PROFILE_OPTIONS)
+                    recorder.tracing = True
                 recorder.timed_from = time.perf_counter()
             return original_timing(progress, step)
 
@@ -327,11 +348,13 @@ def configured(case: str, steps: int, steps_per_call: int = 1, device_data: str 
 
 
 def measure(case: str, steps: int, steps_per_call: int, device_data: str,
-            workdir: str, unroll_call: str = "auto") -> dict:
+            workdir: str, unroll_call: str = "auto", profile_dir: str | None = None) -> dict:
     """One run of the case's timed stage in `workdir`, then its bare step and the
-    loop's step function alone, timed right after it."""
+    loop's step function alone, timed right after it. With `profile_dir`, the timed
+    loop is traced there and the figures hold the trace's gaps under "trace"
+    (benchmarks/trace_gaps.py)."""
     config, stage = configured(case, steps, steps_per_call, device_data, unroll_call)
-    with Recorder(stage).installed() as recorder:
+    with Recorder(stage, profile_dir).installed() as recorder:
         stages.run(config, workdir)
         loop_seconds = recorder.timed_to - recorder.timed_from - recorder.compiling_seconds
         # From the end of the first (compiling) call.
@@ -344,16 +367,22 @@ def measure(case: str, steps: int, steps_per_call: int, device_data: str,
         call = call_rate(recorder, timed_steps)
     parts = {part: seconds / timed_steps * 1e3 for part, seconds in recorder.seconds.items()}
     parts["rest"] = loop_seconds / timed_steps * 1e3 - sum(parts.values())
-    return {"steps": timed_steps, "loop_steps_per_s": loop_rate, "bare_steps_per_s": rate,
-            "ratio": loop_rate / rate, "ms_per_step": parts,
-            "bare_ms_per_step": 1e3 / rate, "call_steps_per_s": call}
+    figures = {"steps": timed_steps, "loop_steps_per_s": loop_rate, "bare_steps_per_s": rate,
+               "ratio": loop_rate / rate, "ms_per_step": parts,
+               "bare_ms_per_step": 1e3 / rate, "call_steps_per_s": call}
+    if profile_dir is not None:
+        figures["trace"] = trace_gaps.summary(trace_gaps.trace_gaps(
+            trace_gaps.load(profile_dir), TRACE_MIN_GAP_US * 1000))
+    return figures
 
 
 REPEAT_FIGURES = ("loop_steps_per_s", "bare_steps_per_s", "ratio", "call_steps_per_s")
+TRACE_MIN_GAP_US = 20  # shorter idle spans of a traced loop are not counted as gaps
 
 
 def measure_repeated(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off",
-                     repeats: int = 1, unroll_call: str = "auto") -> dict:
+                     repeats: int = 1, unroll_call: str = "auto",
+                     profile_dir: str | None = None) -> dict:
     """The case measured `repeats` times in one workdir, the timed stage trained afresh
     each time (its checkpoints and TensorBoard events removed; the stages before it,
     and CT-VAE's code cache, are kept). Returns the repeat of median ratio (the lower
@@ -367,7 +396,7 @@ def measure_repeated(case: str, steps: int, steps_per_call: int = 1, device_data
             if repeat:
                 remove_stage_outputs(Path(workdir), stage)
             runs.append(measure(case, steps, steps_per_call, device_data, workdir,
-                                unroll_call))
+                                unroll_call, profile_dir))
     if repeats == 1:
         return runs[0]
     median = sorted(runs, key=lambda run: run["ratio"])[(repeats - 1) // 2]
@@ -394,6 +423,10 @@ def main() -> None:
                         help="the timed stage's train.unroll_call (auto: unrolled on CPUs)")
     parser.add_argument("--repeats", type=cli.positive_int, default=1,
                         help="runs of each case; the median ratio is printed and recorded")
+    parser.add_argument("--profile", default="",
+                        help="trace each case's timed loop with jax.profiler into "
+                             "PROFILE/<case> and print where the device waited (its rates "
+                             "are then those of a traced run)")
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)
@@ -404,6 +437,9 @@ def main() -> None:
     if args.steps < 2 * args.steps_per_call:  # the first call compiles and is not timed
         sys.exit(f"error: --steps={args.steps} leaves no call to time after the first "
                  f"(compiling) one; give at least --steps={2 * args.steps_per_call}")
+    if args.profile and args.repeats > 1:
+        sys.exit(f"error: --profile traces one run of each case, and --repeats="
+                 f"{args.repeats} asks for several; drop one of them")
     if args.steps % args.steps_per_call:
         sys.exit(f"error: --steps={args.steps} is not a multiple of --steps_per_call="
                  f"{args.steps_per_call} (the loop runs whole calls); use e.g. --steps="
@@ -418,9 +454,9 @@ def main() -> None:
     print(header)
     results = {}
     for case in cases:
-        figures = results[case] = measure_repeated(case, args.steps, args.steps_per_call,
-                                                   args.device_data, args.repeats,
-                                                   args.unroll_call)
+        figures = results[case] = measure_repeated(
+            case, args.steps, args.steps_per_call, args.device_data, args.repeats,
+            args.unroll_call, str(Path(args.profile) / case) if args.profile else None)
         parts = figures["ms_per_step"]
         print(f"{case:11s} {figures['loop_steps_per_s']:8.2f} {figures['bare_steps_per_s']:8.2f} "
               f"{figures['ratio']:6.3f}   {'':13s}{figures['bare_ms_per_step']:6.1f} "
@@ -429,6 +465,10 @@ def main() -> None:
               f"{figures['call_steps_per_s']:.2f} steps/s "
               f"({figures['call_steps_per_s'] / figures['bare_steps_per_s']:.3f} of the bare "
               f"step)", flush=True)
+        if "trace" in figures:
+            print(f"  traced into {Path(args.profile) / case}:", flush=True)
+            for line in trace_gaps.report(figures["trace"], TRACE_MIN_GAP_US):
+                print(f"    {line}", flush=True)
         if "repeats" in figures:
             print("  ratio of each repeat (loop / bare steps/s): " + ", ".join(
                 f"{run['ratio']:.3f} ({run['loop_steps_per_s']:.2f} / "

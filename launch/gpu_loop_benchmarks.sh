@@ -7,6 +7,9 @@
 #      bare step)
 #   2. the same with the 10 steps unrolled (train.unroll_call=on: no loop control for
 #      the host to wait on inside each call)
+#   2p. part 1's loop again for 500 steps, traced (jax.profiler, the trace left in
+#      TRACES): where the device idles and what the host's main thread is doing then
+#      (benchmarks/trace_gaps.py, its summary in the part's console)
 #   3. benchmarks/seed_stacking.py: the stacked step of eight seeds alone, vmapped with
 #      convolutions (the GPU's "auto") and with convolutions as matmuls (vmap_matmul);
 #      the faster one runs the stacked seeds of the parts after it
@@ -25,10 +28,11 @@
 #      whether the bits stay, for β-VAE at one and eight seeds and CT-VAE's two stages
 #   9. CT-VAE stage 2 on its code cache (`:small`), 1000 steps, k = 10 as configured
 #      for accelerators (a loop over `lax.switch` on each step's mode), in the time left
-# The issue's GPU targets (parts 1, 2, 4 and 5) come first: a session lends 15 minutes
-# of device time, CT-VAE's reproduction takes about 400 s of it, and BUDGET=400 should
-# reach the end of part 5 (at a44d96a on an H200 the one-seed loop took 46 s, the
-# stacked and sequential runs 138 s, the eight-seed loop 64 s).
+# The issue's GPU targets (parts 1, 2, 4 and 5) and the trace of part 1's loop (2p, about
+# 30 s) come first: a session lends 15 minutes of device time, CT-VAE's reproduction
+# takes about 400 s of it, and BUDGET=400 should reach part 5 (at a44d96a on an H200 the
+# one-seed loop took 46 s, the stacked and sequential runs 138 s, the eight-seed loop
+# 64 s); part 5 takes the time left but 10 s.
 #
 #   OUT=/tmp/out BUDGET=560 launch/gpu_loop_benchmarks.sh
 #
@@ -51,7 +55,8 @@ set -uo pipefail
 PYTHON="${PYTHON:-python3}"
 PARTS="${PARTS:-/tmp/gpu_loop_benchmarks}"
 RUNS="${RUNS:-/tmp/seed_stacking_runs}"  # the workdirs of part 5
-rm -rf "${PARTS}"
+TRACES="${TRACES:-/tmp/gpu_loop_traces}"  # part 2p's trace (megabytes: not packed)
+rm -rf "${PARTS}" "${TRACES}"
 mkdir -p "${OUT}" "${PARTS}"
 if compgen -G ".whl/*.whl" > /dev/null; then
   "${PYTHON}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
@@ -94,6 +99,8 @@ part loop_overhead_s1 "$(upto 120)" "${PYTHON}" benchmarks/loop_overhead.py --ca
   --steps=2000 "${K10[@]}" --unroll_call=off
 part loop_overhead_s1_unrolled "$(upto 150)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
   --steps=2000 "${K10[@]}" --unroll_call=on
+part loop_overhead_s1_profile "$(upto 60)" "${PYTHON}" benchmarks/loop_overhead.py \
+  --cases=betavae --steps=500 "${K10[@]}" --unroll_call=off --profile="${TRACES}"
 for execution in vmap vmap_matmul; do
   part "seed_stacking_step_${execution}" "$(upto 90)" "${PYTHON}" benchmarks/seed_stacking.py \
     --execution="${execution}" --steps=20

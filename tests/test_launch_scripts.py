@@ -189,6 +189,7 @@ def run_gpu_loop_benchmarks(tmp_path, budget: int, vmap_s: float = 0.0066,
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "BUDGET": str(budget), "PYTHON": str(fake),
            "PARTS": str(tmp_path / "parts"), "RUNS": str(tmp_path / "runs"),
+           "TRACES": str(tmp_path / "traces"),
            "LOG": str(tmp_path / "log"),
            "REAL_PYTHON": sys.executable,
            "STEP_vmap": str(vmap_s), "STEP_vmap_matmul": str(vmap_matmul_s)}
@@ -202,12 +203,13 @@ def run_gpu_loop_benchmarks(tmp_path, budget: int, vmap_s: float = 0.0066,
 
 def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
     timeline, started, log = run_gpu_loop_benchmarks(tmp_path, budget=560)
-    assert started == ["benchmarks/loop_overhead.py"] * 2 + [
+    assert started == ["benchmarks/loop_overhead.py"] * 3 + [
         "benchmarks/seed_stacking.py"] * 2 + ["benchmarks/loop_overhead.py"] + [
         "benchmarks/seed_stacking_runs.py"] + ["benchmarks/loop_overhead.py"] * 2 + [
         "benchmarks/first_state_compilation.py", "benchmarks/loop_overhead.py"]
     assert [line.split(":")[0] for line in timeline] == [
-        "machine.txt", "loop_overhead_s1", "loop_overhead_s1_unrolled", "seed_stacking_step_vmap",
+        "machine.txt", "loop_overhead_s1", "loop_overhead_s1_unrolled",
+        "loop_overhead_s1_profile", "seed_stacking_step_vmap",
         "seed_stacking_step_vmap_matmul", "stacked seeds run as vmap",
         "loop_overhead_s8_unrolled", "seed_stacking_runs", "seed_stacking_runs logs",
         "loop_overhead_s1_command_buffer", "loop_overhead_s8", "first_state_compilation",
@@ -217,8 +219,12 @@ def test_the_gpu_loop_benchmarks_run_in_order_each_with_its_record(tmp_path):
              command.split("--unroll_call=")[1].split()[0] if "--unroll_call" in command
              else "as configured")
             for command in commands if command.startswith("benchmarks/loop_overhead.py")] == [
-        ("betavae", "off"), ("betavae", "on"), ("betavae_s8", "on"), ("betavae", "off"),
-        ("betavae_s8", "off"), ("ct_cache", "as configured")]
+        ("betavae", "off"), ("betavae", "on"), ("betavae", "off"), ("betavae_s8", "on"),
+        ("betavae", "off"), ("betavae_s8", "off"), ("ct_cache", "as configured")]
+    # Only the profile part traces, into TRACES (not packed: megabytes).
+    traced = [command for command in commands if "--profile=" in command]
+    assert len(traced) == 1 and "--steps=500" in traced[0] and "s1_profile" in traced[0]
+    assert f"--profile={tmp_path}/traces " in traced[0]
     # Only the command-buffer part runs with XLA's command buffers holding loops.
     flagged = [command for command in commands if "enable_command_buffer" in command]
     assert len(flagged) == 1 and "--record=" in flagged[0] and "s1_command_buffer" in flagged[0]

@@ -30,7 +30,7 @@ def fake_measures(ratios: list[float], calls: list[tuple[str, bool]]):
     stage's checkpoints were there at its start, then leaves some behind."""
     figures = iter(ratios)
 
-    def measure(case, steps, steps_per_call, device_data, workdir, unroll_call):
+    def measure(case, steps, steps_per_call, device_data, workdir, unroll_call, profile_dir):
         stage = loop_overhead.CASES[case][1]
         checkpoints = Path(workdir) / "checkpoints" / stage
         calls.append((workdir, checkpoints.exists()))
@@ -70,6 +70,9 @@ def test_an_even_count_reports_the_lower_middle_repeat_and_one_repeat_adds_no_li
     (["--steps=9", "--steps_per_call=4"],
      "error: --steps=9 is not a multiple of --steps_per_call=4 (the loop runs whole "
      "calls); use e.g. --steps=12"),
+    (["--profile=/tmp/trace", "--repeats=3"],
+     "error: --profile traces one run of each case, and --repeats=3 asks for several; drop "
+     "one of them"),
 ])
 def test_arguments_it_cannot_time_are_refused_with_one_error_line(monkeypatch, arguments,
                                                                    line):

@@ -371,8 +371,11 @@ def measure(case: str, steps: int, steps_per_call: int, device_data: str,
                "ratio": loop_rate / rate, "ms_per_step": parts,
                "bare_ms_per_step": 1e3 / rate, "call_steps_per_s": call}
     if profile_dir is not None:
-        figures["trace"] = trace_gaps.summary(trace_gaps.trace_gaps(
-            trace_gaps.load(profile_dir), TRACE_MIN_GAP_US * 1000))
+        try:
+            figures["trace"] = trace_gaps.summary(trace_gaps.trace_gaps(
+                trace_gaps.load(profile_dir), TRACE_MIN_GAP_US * 1000))
+        except ValueError as error:  # e.g. a GPU whose tracer recorded no kernels
+            figures["trace"] = {"error": str(error)}
     return figures
 
 
@@ -466,8 +469,10 @@ def main() -> None:
               f"({figures['call_steps_per_s'] / figures['bare_steps_per_s']:.3f} of the bare "
               f"step)", flush=True)
         if "trace" in figures:
-            print(f"  traced into {Path(args.profile) / case}:", flush=True)
-            for line in trace_gaps.report(figures["trace"], TRACE_MIN_GAP_US):
+            trace = figures["trace"]
+            print(f"  traced into {Path(args.profile) / case}:"
+                  + (f" no summary: {trace['error']}" if "error" in trace else ""), flush=True)
+            for line in [] if "error" in trace else trace_gaps.report(trace, TRACE_MIN_GAP_US):
                 print(f"    {line}", flush=True)
         if "repeats" in figures:
             print("  ratio of each repeat (loop / bare steps/s): " + ", ".join(

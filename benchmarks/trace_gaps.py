@@ -14,7 +14,12 @@ operations of at least `--min_gap_us` is idle time, and it is put down to the
 innermost frame of the host's main thread (the one that started the trace; the
 Python tracer names its frames "$file:line function") at the gap's middle. It prints
 the device's busy share, the idle time by frame (with the two frames around it,
-outermost first) and the longest gaps with their host stacks. A JSON line with the
+outermost first) and the longest gaps with their host stacks. It also counts the
+device's operations, their mean length and the idle time in the gaps shorter than
+the minimum: a device whose idle time lies mostly there, between operations of a few
+microseconds, is waiting for the host to launch each one (the program's kernels come
+faster than the host issues them), which no change to the loop's Python removes;
+fewer, larger kernels or XLA's command buffers (CUDA graphs) do. A JSON line with the
 figures follows. On a CPU some of XLA's work leaves no event on those threads (gaps
 appear while the host waits for the step), so there the idle share is an upper bound.
 
@@ -60,6 +65,9 @@ class TraceGaps:
     window_ns: int  # first operation's start to last operation's end
     busy_ns: int  # the union of the operations
     gaps: list[Gap]  # idle spans of at least the minimum, in time order
+    operations: int = 0  # the device's operations (kernels, thunks) in the window
+    operations_ns: int = 0  # their durations summed (overlapping ones each in full)
+    short_gaps: int = 0  # idle spans between operations shorter than the minimum
 
     @property
     def idle_ns(self) -> int:
@@ -186,7 +194,10 @@ def trace_gaps(profile, min_gap_ns: int = 20_000) -> TraceGaps:
     return TraceGaps(device=device, window_ns=busy[-1][1] - busy[0][0],
                      busy_ns=sum(end - start for start, end in busy),
                      gaps=[Gap(start, end, stack)
-                           for (start, end), stack in zip(spans, stacks)])
+                           for (start, end), stack in zip(spans, stacks)],
+                     operations=len(operations),
+                     operations_ns=sum(end - start for start, end, _ in operations),
+                     short_gaps=len(busy) - 1 - len(spans))
 
 
 def load(path: str | Path):
@@ -225,6 +236,11 @@ def summary(found: TraceGaps, top: int = 10) -> dict:
         "busy_ms": found.busy_ns / 1e6, "busy_fraction": found.busy_ns / found.window_ns,
         "idle_ms": found.idle_ns / 1e6, "gaps": len(found.gaps),
         "idle_in_gaps_ms": in_gaps / 1e6,
+        "operations": found.operations,
+        "mean_operation_us": (found.operations_ns / found.operations / 1e3
+                              if found.operations else 0.0),
+        "short_gaps": found.short_gaps,
+        "idle_in_short_gaps_ms": (found.idle_ns - in_gaps) / 1e6,
         "by_frame": by_frame(found, top),
         "longest": [{"at_ms": (gap.start_ns - first) / 1e6, "ms": gap.duration_ns / 1e6,
                      "stack": list(gap.stack[-4:])} for gap in longest],
@@ -238,6 +254,10 @@ def report(figures: dict, min_gap_us: float) -> list[str]:
         f"{figures['busy_ms']:.1f} ms ({100 * figures['busy_fraction']:.1f} %), idle "
         f"{figures['idle_ms']:.1f} ms, {figures['idle_in_gaps_ms']:.1f} ms of it in "
         f"{figures['gaps']} gaps of at least {min_gap_us:g} µs",
+        f"{figures['operations']} device operations of {figures['mean_operation_us']:.1f} µs "
+        f"on average; {figures['idle_in_short_gaps_ms']:.1f} ms idle in "
+        f"{figures['short_gaps']} shorter gaps between them (idle time mostly there, "
+        f"between short operations, is the device waiting for the host to launch them)",
         "idle time by the host's innermost frame at each gap's middle (the frames around "
         "it first):"]
     for group in figures["by_frame"]:

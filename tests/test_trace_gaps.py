@@ -68,6 +68,23 @@ def test_an_accelerators_streams_are_its_work_and_its_summary_lines_are_not():
     assert figures["busy_fraction"] == 0.75
 
 
+def test_idle_time_between_short_operations_is_counted_apart_from_the_gaps():
+    """A device launch-bound by its host: operations of a few units, short idle spans
+    between them, and one long gap; the short spans' idle time is reported apart."""
+    profile = fake_profile({
+        "/host:CPU": {"python": [(0, 200, "$loop.py:1 fit"), (0, 1, "$p.py:1 start_trace")]},
+        "/device:GPU:0": {"Stream #7(Compute)": [
+            (0, 4, "a"), (6, 10, "b"), (12, 16, "c"), (66, 70, "d"), (73, 77, "e")]},
+    })
+    found = trace_gaps.trace_gaps(profile, min_gap_ns=10)
+    assert (found.operations, found.operations_ns, found.short_gaps) == (5, 20, 3)
+    figures = trace_gaps.summary(found)
+    assert figures["gaps"] == 1 and figures["idle_in_gaps_ms"] == 50e-6
+    assert figures["idle_in_short_gaps_ms"] == 7e-6 and figures["mean_operation_us"] == 0.004
+    assert "5 device operations of 0.0 µs on average; 0.0 ms idle in 3 shorter gaps" in (
+        trace_gaps.report(figures, 0.01)[1])
+
+
 def test_a_real_trace_puts_the_idle_time_down_to_the_host_function_that_held_the_device(
         tmp_path):
     """XLA:CPU's compute threads stand for the device: it idles while the host sleeps
@@ -91,7 +108,7 @@ def test_a_real_trace_puts_the_idle_time_down_to_the_host_function_that_held_the
     assert any("host_pause" in frame for frame in top["frames"]), figures["by_frame"]
     assert top["gaps"] >= 6 and top["idle_ms"] >= 6 * 3.5, top
     lines = trace_gaps.report(figures, 20)
-    assert lines[0].startswith("device: XLA:CPU's compute threads") and "host_pause" in lines[2]
+    assert lines[0].startswith("device: XLA:CPU's compute threads") and "host_pause" in lines[3]
 
 
 def with_an_unreadable_trace(folder):

@@ -261,7 +261,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
         [jax.random.split(jax.random.key(seed)) for seed in seeds], axis=1)
     batchers = [pipeline.EpochShuffledBatches(split["train"], cfg.optim.batch_size, seed)
                 for seed in seeds]
-    platform = mesh.devices.flat[0].platform
+    platform = runner.platform_of(mesh)
     execution = seed_stacking.resolve_execution(config.get("seed_execution", "auto"), platform)
 
     def create_for_rng(init_rng):

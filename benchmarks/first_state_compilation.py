@@ -83,22 +83,17 @@ def configured(case: str):
 @contextlib.contextmanager
 def kept_first_states():
     """Keeps (stage, create_state, mesh) of every fresh state the run makes."""
-    kept, stage = [], {}
-    original_start, original_fresh = resume.start_or_resume, resume.fresh_state
+    kept, original = [], resume.fresh_state
 
-    def starting(**kwargs):
-        stage["name"] = kwargs["stage"]
-        return original_start(**kwargs)
+    def keeping(create_state, mesh, stage=None):
+        kept.append((stage or "?", create_state, mesh))
+        return original(create_state, mesh, stage)
 
-    def keeping(create_state, mesh):
-        kept.append((stage.get("name", "?"), create_state, mesh))
-        return original_fresh(create_state, mesh)
-
-    resume.start_or_resume, resume.fresh_state = starting, keeping
+    resume.fresh_state = keeping
     try:
         yield kept
     finally:
-        resume.start_or_resume, resume.fresh_state = original_start, original_fresh
+        resume.fresh_state = original
 
 
 def compiled_and_run(create_state, mesh, options: dict | None):

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from causal_disent.train import resume
 from causal_disent.utils.sharding import make_data_mesh
 
 first_state = importlib.import_module("benchmarks.first_state_compilation")
@@ -40,6 +41,20 @@ def test_both_compilations_run_and_one_ulp_is_a_difference():
     moved = {**state, "kernel": np.nextafter(state["kernel"], np.inf)}
     assert not first_state.bitwise_equal(state, moved)
     assert not first_state.bitwise_equal(state, {"kernel": state["kernel"]})
+
+
+def test_the_first_states_a_run_makes_are_kept_with_their_stage():
+    """The hook over train/resume.py's fresh_state, called as the stage runner calls it;
+    it went stale once when fresh_state gained its stage argument."""
+    def create_state():
+        return {"kernel": jnp.ones((2, 2)), "step": jnp.array(0)}
+
+    mesh = make_data_mesh()
+    with first_state.kept_first_states() as kept:
+        state = resume.fresh_state(create_state, mesh, "vae")
+    assert kept == [("vae", create_state, mesh)]
+    np.testing.assert_array_equal(state["kernel"], np.ones((2, 2)))
+    assert resume.fresh_state.__name__ == "fresh_state"  # put back
 
 
 @pytest.mark.parametrize("flags, message", [

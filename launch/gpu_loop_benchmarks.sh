@@ -43,12 +43,21 @@
 # OUT/gpu_loop_benchmarks.tar.gz, beside a copy of the timeline: two files, since the
 # device tool brings back only 8 files from OUT (two were lost that way at a44d96a),
 # and whatever parts had ended when a time limit cut the command are in the archive.
-# Unpack it here with `tar -xzf gpu_loop_benchmarks.tar.gz -C results/<folder>`. PYTHON
-# (default python3) needs the package's dependencies: wheels in .whl/ are installed
-# first when present (some GPU images lack jraph, ml-collections, tensorboardX and
-# filelock, without which runs compile afresh:
-# `.venv/bin/pip download --no-deps -d .whl jraph ml-collections tensorboardX filelock`
-# here, then carry .whl to the machine). Run it from the repository root.
+# Unpack it here with `tar -xzf gpu_loop_benchmarks.tar.gz -C results/<folder>`.
+#
+# PREFLIGHT=1 runs every part for a few steps and without time limits, to check on any
+# machine, before a GPU session spends its minutes on them, that the commands still
+# run (2 CPU cores: 36 minutes; its figures mean nothing, and a CPU runs the
+# looped parts 30x slower than unrolled, train/multi_step.py). A benchmark that broke
+# shows as a part whose exit is not 0 in the timeline:
+#
+#   OUT=/tmp/preflight PREFLIGHT=1 PYTHON=.venv/bin/python launch/gpu_loop_benchmarks.sh
+#
+# PYTHON (default python3) needs the package's dependencies: wheels in .whl/ are
+# installed first when present (some GPU images lack jraph, ml-collections,
+# tensorboardX and filelock, without which runs compile afresh: `.venv/bin/pip
+# download --no-deps -d .whl jraph ml-collections tensorboardX filelock` here, then
+# carry .whl to the machine). Run it from the repository root.
 set -uo pipefail
 
 : "${OUT:?set OUT to the folder that gets the outputs}"
@@ -67,6 +76,17 @@ export PYTHONUNBUFFERED=1
 START=$(date +%s)
 left() { echo $(( ${BUDGET:-560} - ($(date +%s) - START) )); }
 upto() { local l; l=$(left); echo $(( $1 < l ? $1 : l )); }  # SECONDS, or what is left
+# Each part's steps: the measurement's, or a preflight's few (`loop_overhead.py` times
+# what follows its first call of 10 steps).
+if [[ -n "${PREFLIGHT:-}" ]]; then
+  BUDGET=86400
+  upto() { left; }
+  LONG=20 SHORT=20 TRACED=20 STACKED_STEPS=3
+  FEWER_RUNS=(--seeds=2 --sequential_runs=1 --config.vae.train.num_steps=20)
+else
+  LONG=2000 SHORT=1000 TRACED=500 STACKED_STEPS=20
+  FEWER_RUNS=()
+fi
 
 # note LINE: a timeline line, printed and kept; then PARTS packed into OUT again.
 note() {
@@ -96,14 +116,14 @@ note "machine.txt: exit ${?} at $(( $(date +%s) - START )) s"
 
 K10=(--steps_per_call=10 --device_data=on)
 part loop_overhead_s1 "$(upto 120)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
-  --steps=2000 "${K10[@]}" --unroll_call=off
+  --steps="${LONG}" "${K10[@]}" --unroll_call=off
 part loop_overhead_s1_unrolled "$(upto 150)" "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae \
-  --steps=2000 "${K10[@]}" --unroll_call=on
+  --steps="${LONG}" "${K10[@]}" --unroll_call=on
 part loop_overhead_s1_profile "$(upto 60)" "${PYTHON}" benchmarks/loop_overhead.py \
-  --cases=betavae --steps=500 "${K10[@]}" --unroll_call=off --profile="${TRACES}"
+  --cases=betavae --steps="${TRACED}" "${K10[@]}" --unroll_call=off --profile="${TRACES}"
 for execution in vmap vmap_matmul; do
   part "seed_stacking_step_${execution}" "$(upto 90)" "${PYTHON}" benchmarks/seed_stacking.py \
-    --execution="${execution}" --steps=20
+    --execution="${execution}" --steps="${STACKED_STEPS}"
 done
 
 # The execution whose stacked step was faster ("vmap" when either part failed).
@@ -124,12 +144,13 @@ S8_CASE=betavae_s8
 [[ "${EXECUTION}" == vmap_matmul ]] && S8_CASE=betavae_s8_matmul
 
 part loop_overhead_s8_unrolled "$(upto 150)" "${PYTHON}" benchmarks/loop_overhead.py \
-  --cases="${S8_CASE}" --steps=1000 "${K10[@]}" --unroll_call=on
+  --cases="${S8_CASE}" --steps="${SHORT}" "${K10[@]}" --unroll_call=on
 part seed_stacking_runs $(( $(left) - 10 )) env JAX_LOG_COMPILES=1 \
   "${PYTHON}" benchmarks/seed_stacking_runs.py \
   --root="${RUNS}" --sequential_runs=2 \
   --config.vae.train.steps_per_call=10 --config.vae.train.device_data=on \
-  --config.vae.train.unroll_call=on --config.seed_execution="${EXECUTION}"
+  --config.vae.train.unroll_call=on --config.seed_execution="${EXECUTION}" \
+  "${FEWER_RUNS[@]}"
 # Each run's log.txt, its lines cut short (the results lines hold whole score tables):
 # their times split setup (init, rendering, placing the table, the step-0 curve
 # point) and each seed's evaluation and figures.
@@ -141,12 +162,12 @@ done
 note "seed_stacking_runs logs: $(compgen -G "${PARTS}/seed_stacking_runs_log_*" | wc -l) kept"
 part loop_overhead_s1_command_buffer "$(upto 90)" env \
   XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL" \
-  "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae --steps=2000 "${K10[@]}" \
+  "${PYTHON}" benchmarks/loop_overhead.py --cases=betavae --steps="${LONG}" "${K10[@]}" \
   --unroll_call=off
 part loop_overhead_s8 "$(upto 90)" "${PYTHON}" benchmarks/loop_overhead.py --cases="${S8_CASE}" \
-  --steps=1000 "${K10[@]}" --unroll_call=off
+  --steps="${SHORT}" "${K10[@]}" --unroll_call=off
 part first_state_compilation "$(upto 150)" "${PYTHON}" benchmarks/first_state_compilation.py \
   --cases=betavae,betavae_s8,ctvae
 part loop_overhead_ct_cache "$(left)" "${PYTHON}" benchmarks/loop_overhead.py --cases=ct_cache \
-  --steps=1000 "${K10[@]}"
+  --steps="${SHORT}" "${K10[@]}"
 ls -la "${PARTS}" "${OUT}"

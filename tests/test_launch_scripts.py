@@ -179,7 +179,7 @@ fi
 
 
 def run_gpu_loop_benchmarks(tmp_path, budget: int, vmap_s: float = 0.0066,
-                            vmap_matmul_s: float = 0.009):
+                            vmap_matmul_s: float = 0.009, **extra_env: str):
     """launch/gpu_loop_benchmarks.sh with LOOP_FAKE_PYTHON, the stacked step taking `vmap_s`
     and `vmap_matmul_s` seconds by each execution: the script's timeline lines, the
     benchmarks it started and the log of every command."""
@@ -192,7 +192,7 @@ def run_gpu_loop_benchmarks(tmp_path, budget: int, vmap_s: float = 0.0066,
            "TRACES": str(tmp_path / "traces"),
            "LOG": str(tmp_path / "log"),
            "REAL_PYTHON": sys.executable,
-           "STEP_vmap": str(vmap_s), "STEP_vmap_matmul": str(vmap_matmul_s)}
+           "STEP_vmap": str(vmap_s), "STEP_vmap_matmul": str(vmap_matmul_s), **extra_env}
     result = subprocess.run(["bash", str(REPO_ROOT / "launch" / "gpu_loop_benchmarks.sh")],
                             env=env, capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -272,6 +272,20 @@ def test_a_part_without_time_left_is_skipped_and_said(tmp_path):
     timeline, started, _ = run_gpu_loop_benchmarks(tmp_path, budget=25)
     assert "benchmarks/seed_stacking_runs.py" not in started
     assert any(line.startswith("seed_stacking_runs: skipped") for line in timeline)
+
+
+def test_a_preflight_runs_every_part_for_a_few_steps_whatever_the_budget(tmp_path):
+    timeline, started, log = run_gpu_loop_benchmarks(tmp_path, budget=25, PREFLIGHT="1")
+    assert len(started) == 11 and not any("skipped" in line for line in timeline)
+    commands = [command for command in log.read_text().splitlines()
+                if command.startswith("benchmarks/")]
+    steps = [command.split("--steps=")[1].split()[0] for command in commands
+             if "--steps=" in command]
+    assert steps == ["20", "20", "20", "3", "3", "20", "20", "20", "20"]
+    stacking = next(command for command in commands if "seed_stacking_runs" in command)
+    # Its flags come after the measurement's, which they override.
+    assert stacking.split("--record=")[0].endswith(
+        "--seeds=2 --sequential_runs=1 --config.vae.train.num_steps=20 ")
 
 
 def test_local_multiprocess_refuses_bad_counts_and_names_the_failed_process(tmp_path):

@@ -373,14 +373,13 @@ def measure(case: str, steps: int, steps_per_call: int, device_data: str,
     if profile_dir is not None:
         try:
             figures["trace"] = trace_gaps.summary(trace_gaps.trace_gaps(
-                trace_gaps.load(profile_dir), TRACE_MIN_GAP_US * 1000))
+                trace_gaps.load(profile_dir)))
         except ValueError as error:  # e.g. a GPU whose tracer recorded no kernels
             figures["trace"] = {"error": str(error)}
     return figures
 
 
 REPEAT_FIGURES = ("loop_steps_per_s", "bare_steps_per_s", "ratio", "call_steps_per_s")
-TRACE_MIN_GAP_US = 20  # shorter idle spans of a traced loop are not counted as gaps
 
 
 def measure_repeated(case: str, steps: int, steps_per_call: int = 1, device_data: str = "off",
@@ -472,8 +471,9 @@ def main() -> None:
             trace = figures["trace"]
             print(f"  traced into {Path(args.profile) / case}:"
                   + (f" no summary: {trace['error']}" if "error" in trace else ""), flush=True)
-            for line in [] if "error" in trace else trace_gaps.report(trace, TRACE_MIN_GAP_US):
-                print(f"    {line}", flush=True)
+            if "error" not in trace:
+                for line in trace_gaps.report(trace, trace_gaps.DEFAULT_MIN_GAP_US):
+                    print(f"    {line}", flush=True)
         if "repeats" in figures:
             print("  ratio of each repeat (loop / bare steps/s): " + ", ".join(
                 f"{run['ratio']:.3f} ({run['loop_steps_per_s']:.2f} / "

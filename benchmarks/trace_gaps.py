@@ -46,6 +46,7 @@ SUMMARY_LINES = ("XLA Modules", "XLA Ops", "Steps", "Framework", "TensorFlow", "
 CPU_COMPUTE_LINE_PREFIX = "tf_XLA"  # XLA:CPU's compute threads on the host's plane
 CPU_WAIT_WORDS = ("Await", "wait")  # their events that wait rather than compute
 PYTHON_EVENT_PREFIX = "$"  # the Python tracer's events
+DEFAULT_MIN_GAP_US = 20  # shorter idle spans are not listed as gaps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,7 +181,7 @@ def host_main_thread(profile) -> list[tuple[int, int, str]]:
     return max(candidates, key=lambda candidate: candidate[:3])[3]
 
 
-def trace_gaps(profile, min_gap_ns: int = 20_000) -> TraceGaps:
+def trace_gaps(profile, min_gap_ns: int = DEFAULT_MIN_GAP_US * 1000) -> TraceGaps:
     """The device's busy time and idle gaps in `profile` (a jax.profiler.ProfileData),
     each gap with the host main thread's stack at its middle."""
     device, operations = device_operations(profile)
@@ -274,7 +275,7 @@ def main() -> None:
     parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace", help="a folder jax.profiler.trace wrote, or its .xplane.pb")
     parser.add_argument("--top", type=cli.positive_int, default=10, help="rows in each list")
-    parser.add_argument("--min_gap_us", type=cli.positive_int, default=20,
+    parser.add_argument("--min_gap_us", type=cli.positive_int, default=DEFAULT_MIN_GAP_US,
                         help="shorter idle spans (µs) are not counted as gaps")
     args = parser.parse_args()
     try:

@@ -16,7 +16,8 @@ then checkpoints the step it has reached, the command prints a `paused: ...` lin
 and exits with status 3 (EXIT_PAUSED). Rerunning the same command resumes there, so
 a shell loop can rerun while the status is 3 (launch/gpu_reproduce.sh --until-done);
 a pause before the command trained any step says so (starting up took the budget, and
-the same budget may get no further);
+the same budget may get no further); --pause_at_step=S pauses each stage in the same
+way once it reaches step S (to read a long run's first steps and continue it later);
 0 means every stage is finished. SIGTERM (preemption) or Ctrl-C during training
 saves the step in flight, prints a `stopped: ...` line and exits with 128 + the
 signal's number (143, 130); rerunning resumes there. A diverged run (a NaN or
@@ -116,6 +117,14 @@ _MAX_MINUTES = flags.DEFINE_float(
 flags.register_validator(
     "max_minutes", lambda minutes: not math.isnan(minutes),
     "not a number of minutes; give 0 (no budget) or more")
+_PAUSE_AT_STEP = flags.DEFINE_integer(
+    "pause_at_step", 0,
+    "Pause each stage this command trains once it reaches this step (0 = never), "
+    "as --max_minutes does when its budget is spent: checkpoint, exit status 3. Rerun "
+    "without it (or with a later step) to continue to the uninterrupted result; "
+    "for reading a long run's first steps (early probes of its metrics).",
+    lower_bound=0,
+)
 
 _COMPILATION_CACHE = flags.DEFINE_string(
     "compilation_cache", None,
@@ -182,7 +191,8 @@ def _run() -> None:
     _start_distributed()
     cli.start_devices_or_exit()  # after --distributed, which must come first
     try:
-        stages.run(config, workdir, max_minutes=_MAX_MINUTES.value, mode=_MODE.value,
+        stages.run(config, workdir, max_minutes=_MAX_MINUTES.value,
+                   pause_at_step=_PAUSE_AT_STEP.value, mode=_MODE.value,
                    log_file=True, command=_command_line())
         if jax.process_index() == 0:
             recorder.write(read_results(workdir),
@@ -191,7 +201,10 @@ def _run() -> None:
             records.RecordError, ResultsError) as error:
         sys.exit(f"error: {error}")
     except TimeBudgetExhausted as paused:
-        if paused.trained:
+        if paused.at_pause_step:
+            print(f"paused: {paused}, at its --pause_at_step={_PAUSE_AT_STEP.value}; "
+                  f"rerun without it (or with a later step) to continue", flush=True)
+        elif paused.trained:
             print(f"paused: {paused}; rerun the same command to continue", flush=True)
         else:  # a rerun with the same budget may get no further
             print(f"paused: {paused}, before this command trained a step (starting up "

@@ -68,7 +68,9 @@ def fit(
     step; with several processes every `log_every_steps`, as process 0 decides), it
     writes the pending metrics, saves a checkpoint of that step, waits for it and
     raises TimeBudgetExhausted(stage, step). It never pauses at `last_step`: the
-    stage finishes instead.
+    stage finishes instead. Its pause step (`deadline.pause_at_step`) stops the stage
+    in the same way after the call that reaches it (at once when the stage starts
+    there or past it), with `at_pause_step` set.
 
     Periodic evaluation: `evaluate_fn(state, step)` runs on every process, after
     that step's checkpoint logic, at each step of [first_step, last_step) that is a
@@ -82,6 +84,9 @@ def fit(
     since the next step donates its buffers.
     """
     deadline = deadline if deadline is not None else deadline_lib.current()
+    if first_step < last_step and deadline.step_reached(first_step):
+        raise TimeBudgetExhausted(stage, first_step, last_step, deadline.elapsed_minutes(),
+                                  trained=deadline.trained, at_pause_step=True)
     if deadline_lib.expired_on_every_host(deadline):
         raise TimeBudgetExhausted(stage, first_step, last_step, deadline.elapsed_minutes(),
                                   trained=deadline.trained)
@@ -165,6 +170,12 @@ def fit(
                                     signal.Signals(signal_number).name, step)
                     stop(state, step, pending)
                     raise interrupts.Interrupted(signal_number, stage, step)
+            if step < last_step and deadline.step_reached(step):
+                logging.warning("[%s] pause step %d reached; saving it", stage, step)
+                stop(state, step, pending)
+                checkpoints.close()  # the stage ends here
+                raise TimeBudgetExhausted(stage, step, last_step, deadline.elapsed_minutes(),
+                                          at_pause_step=True)
             if (step < last_step and step % check_every == 0
                     and deadline_lib.expired_on_every_host(deadline)):
                 logging.warning("[%s] time budget of %g minutes spent; saving step %d",

@@ -212,14 +212,16 @@ def run(
     workdir: str | os.PathLike,
     max_minutes: float = 0.0,
     deadline: deadline_lib.Deadline | None = None,
+    pause_at_step: int = 0,
     mode: str = "train",
     log_file: bool = False,
     command: str | None = None,
 ) -> dict:
     """Validates, then runs config.stages in order; returns {stage: results}.
 
-    `max_minutes` > 0 bounds the run's wall-clock time (from this call); `deadline`,
-    when given, replaces that budget (tests pass one with a fake clock). It is the
+    `max_minutes` > 0 bounds the run's wall-clock time (from this call), and
+    `pause_at_step` > 0 stops each stage once it reaches that step; `deadline`,
+    when given, replaces both (tests pass one with a fake clock). It is the
     process's current deadline while the stages run, so every stage's `loop.fit`
     honours it: when it expires, the stage training checkpoints and
     deadline.TimeBudgetExhausted propagates; rerunning resumes there.
@@ -233,7 +235,8 @@ def run(
     if mode not in runner.MODES:
         raise InvalidRunError(f"mode must be one of {', '.join(runner.MODES)}, got {mode!r}")
     orbax_noise.quiet_console()  # called from a notebook, too: what main's console shows
-    deadline = deadline if deadline is not None else deadline_lib.Deadline(max_minutes)
+    deadline = deadline if deadline is not None else deadline_lib.Deadline(
+        max_minutes, pause_at_step=pause_at_step)
     workdir = Path(workdir).absolute()
     if mode == "train":  # a finished run's config.json holds absolute paths already
         config = with_absolute_paths(config)

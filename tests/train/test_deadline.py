@@ -163,6 +163,36 @@ def test_the_last_step_never_pauses(tmp_path):
     assert int(state) == 7 and events[-1] == ("save", 7, 7)
 
 
+def test_a_pause_step_stops_the_stage_there_with_a_checkpoint(tmp_path):
+    events = []
+    with pytest.raises(TimeBudgetExhausted) as paused:
+        fake_fit(tmp_path, events, deadline=Deadline(pause_at_step=3),
+                 evaluate_every_steps=3, evaluate_fn=record_evaluations(events))
+    assert (paused.value.step, paused.value.at_pause_step, paused.value.trained) == (3, True, True)
+    assert events[-2:] == [("save", 3, 3), ("close",)]  # evaluated after stopping: never
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2, 3]
+
+
+def test_a_stage_at_or_past_its_pause_step_pauses_before_training(tmp_path):
+    events = []
+    with pytest.raises(TimeBudgetExhausted, match="at step 4 of 7") as paused:
+        fake_fit(tmp_path, events, first_step=4, deadline=Deadline(pause_at_step=3))
+    assert paused.value.at_pause_step and not paused.value.trained and events == []
+
+
+@pytest.mark.parametrize("pause_at_step", [7, 9])
+def test_a_pause_step_at_or_past_the_last_step_lets_the_stage_finish(tmp_path, pause_at_step):
+    events = []
+    state = fake_fit(tmp_path, events, deadline=Deadline(pause_at_step=pause_at_step))
+    assert int(state) == 7 and events[-1] == ("save", 7, 7)
+
+
+def test_a_negative_pause_step_is_rejected():
+    with pytest.raises(ValueError, match="0 = none"):
+        Deadline(pause_at_step=-1)
+
+
 def test_the_saves_state_check_compiles_before_the_rates_start(tmp_path, monkeypatch):
     """The finite check before each save compiles with the first call, so the first
     checkpoint does not stall a run for its compilation (0.7 s on a GPU)."""
@@ -243,6 +273,20 @@ def test_paused_run_resumes_to_the_uninterrupted_parameters_and_curve(uninterrup
     assert [p["step"] for p in curve] == [0, 2, 4, 6]
     assert curve == expected_curve
     assert (tmp_path / "figures" / "mcqvae_learning_curve.png").stat().st_size > 0
+
+
+def test_a_run_paused_at_a_step_resumes_to_the_uninterrupted_parameters(uninterrupted, tmp_path):
+    with pytest.raises(TimeBudgetExhausted) as paused:
+        stages.run(tiny_config(), tmp_path, pause_at_step=2)
+    assert (paused.value.step, paused.value.at_pause_step) == (2, True)
+    assert saved_steps(tmp_path) == [2]
+    with pytest.raises(TimeBudgetExhausted, match="at step 2 of 6"):  # the same step again
+        stages.run(tiny_config(), tmp_path, pause_at_step=2)
+    stages.run(tiny_config(), tmp_path)
+    resumed, step = final_params(tmp_path)
+    expected, _ = final_params(uninterrupted)
+    assert step == 6
+    jax.tree.map(np.testing.assert_array_equal, resumed, expected)
 
 
 def test_stage_one_results_name_the_best_curve_point(uninterrupted):

@@ -148,6 +148,8 @@ def _add_ct_stage(config: ml_collections.ConfigDict) -> None:
     optim.schedule = "exponential"
     optim.decay_rate_per_epoch = 0.994
     optim.final_learning_fraction = 0.0
+    # Steps over which the rate rises linearly to the schedule's (0 = none).
+    optim.warmup_steps = 0
     optim.batch_size = 16
 
     train = ct.train = ml_collections.ConfigDict()

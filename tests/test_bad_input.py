@@ -69,6 +69,8 @@ CASES = [
      r"ct.train.headline must be one of \('most_likely', 'sample'\), got 'mean'"),
     ("zero batch", MAIN, [CT, "--workdir={w}", "--config.ct.optim.batch_size=0"],
      r"ct.optim.batch_size must be an integer > 0, got 0"),
+    ("negative warm-up", MAIN, [CT, "--workdir={w}", "--config.ct.optim.warmup_steps=-1"],
+     r"ct.optim.warmup_steps must be an integer >= 0 \(0 = none\), got -1"),
     ("zero checkpoint interval", MAIN,
      [CT, "--workdir={w}", "--config.mcqvae.train.checkpoint_every_steps=0"],
      r"mcqvae.train.checkpoint_every_steps must be an integer > 0"),

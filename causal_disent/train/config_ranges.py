@@ -26,6 +26,7 @@ _RULES = {
     "num_eval_pairs": (lambda v: _is_int(v) and v > 0, "an integer > 0"),
     "num_curve_images": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "num_curve_pairs": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "warmup_steps": (lambda v: _is_int(v) and v >= 0, "an integer >= 0 (0 = none)"),
     "seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "split_seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "learning_rate": (lambda v: _is_number(v) and math.isfinite(v) and v > 0,

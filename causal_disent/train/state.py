@@ -3,6 +3,7 @@
 from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
 import optax
 from flax.training import train_state
 
@@ -31,17 +32,29 @@ def stage_schedule(optim_config, steps_per_epoch: int, total_steps: int) -> opta
     """The learning rate of a stage's `optim` section: "exponential" is the authors'
     per-epoch decay (`decay_rate_per_epoch`); "cosine" decays from `learning_rate` to
     `final_learning_fraction`·`learning_rate` over the run's `total_steps`, for short
-    runs whose epochs are too long for a per-epoch decay to act."""
+    runs whose epochs are too long for a per-epoch decay to act. With `warmup_steps`
+    W > 0 (absent: 0) the rate is that schedule's times min(1, (step + 1) / W)."""
     name = optim_config.get("schedule", "exponential")
     if name == "exponential":
-        return per_epoch_exponential_decay(
+        schedule = per_epoch_exponential_decay(
             optim_config.learning_rate, optim_config.decay_rate_per_epoch, steps_per_epoch
         )
-    if name == "cosine":
-        return optax.cosine_decay_schedule(
+    elif name == "cosine":
+        schedule = optax.cosine_decay_schedule(
             optim_config.learning_rate, total_steps, alpha=optim_config.final_learning_fraction
         )
-    raise ValueError(f"optim.schedule must be one of {SCHEDULES}, got {name!r}")
+    else:
+        raise ValueError(f"optim.schedule must be one of {SCHEDULES}, got {name!r}")
+    warmup_steps = optim_config.get("warmup_steps", 0)
+    return schedule if warmup_steps <= 0 else with_linear_warmup(schedule, warmup_steps)
+
+
+def with_linear_warmup(schedule: optax.Schedule, warmup_steps: int) -> optax.Schedule:
+    """`schedule` scaled by min(1, (step + 1) / warmup_steps): the first update already
+    moves (at 1/W of the rate) and step W − 1 onwards is the schedule's own rate."""
+    def warmed_up(step):
+        return schedule(step) * jnp.minimum(1.0, (step + 1) / warmup_steps)
+    return warmed_up
 
 
 def train_step(

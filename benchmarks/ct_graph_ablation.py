@@ -48,21 +48,6 @@ ROW_NAMES = {"none": "learned", "shuffled": "shuffled (same density)", "full": "
 NUM_SHUFFLES = 4
 
 
-def structure_densities(model, params, x_codes: np.ndarray, batch_size: int) -> dict:
-    """Per action, the mean of the most likely graph's edges and mask entries."""
-    layer = model.with_structure("most_likely")
-    run = jax.jit(lambda codes: layer.apply({"params": params}, codes, method=layer.all_actions,
-                                            rngs={"gumbel": jax.random.key(0),
-                                                  "noise": jax.random.key(0)}))
-    edges, masks = [], []
-    for start in range(0, len(x_codes), batch_size):
-        out = run(x_codes[start:start + batch_size])
-        edges.append(np.asarray(out["adjacency"]).mean(axis=(2, 3)))  # [A, b]
-        masks.append(np.asarray(out["mask"]).mean(axis=2))
-    return {"edge_density": np.concatenate(edges, axis=1).mean(axis=1).round(4).tolist(),
-            "mask_density": np.concatenate(masks, axis=1).mean(axis=1).round(4).tolist()}
-
-
 def ablation_scores(workdir: Path, num_pairs: int) -> dict:
     config = load_config(workdir)
     mesh = make_data_mesh()
@@ -79,6 +64,8 @@ def ablation_scores(workdir: Path, num_pairs: int) -> dict:
     codes = [ct_retrieval.encode_images(encode, mcqvae_params, dataset, pairs[f"{name}_index"],
                                         mesh, batch_size) for name in ("x", "y")]
     rng = ct_run.stage_rngs(config)[2]
+    learned = ct_retrieval.score_pairs(model.with_structure("most_likely"), params, *codes,
+                                       mesh, batch_size, rng)
     rows = {}
     for ablation in ABLATIONS:
         layer = model.with_structure("most_likely", ablation)
@@ -94,7 +81,8 @@ def ablation_scores(workdir: Path, num_pairs: int) -> dict:
             axis=0).round(4).tolist()}
     return {"workdir": str(workdir), "num_pairs": len(pairs["action"]),
             "action_names": list(transitions.dataset_action_names(dataset)),
-            "learned_structure": structure_densities(model, params, codes[0], batch_size),
+            "learned_structure": {name: np.round(values, 4).tolist() for name, values in
+                                  ct_evaluation.structure_densities(learned).items()},
             "rows": rows}
 
 

@@ -174,16 +174,25 @@ def retrieval_scores(model, params, x_codes: np.ndarray, y_codes: np.ndarray,
     """Action retrieval on code pairs: the headline scores (`action_retrieval_scores`
     with the structure `headline` names, under `rng`) and, when `num_draws` > 0,
     "draws": action and factor accuracy over that many Gumbel draws (draw d under
-    fold_in(rng, d + 1)), each {"mean", "std" (sample std), "values"}."""
-    probs = ct_retrieval.action_probabilities(model.with_structure(headline), params, x_codes,
-                                              y_codes, mesh, batch_size, rng)
+    fold_in(rng, d + 1)), each {"mean", "std" (sample std), "values"}.
+
+    "densities" (and "draws"'s, the mean over its draws) gives per action [A] the
+    share of nodes its intervention mask holds ("mask_density") and of the N²
+    possible edges its graph holds ("edge_density"), over the pairs' X: with the
+    most likely structure these are the masks and graphs thresholded at 0.5, so a
+    mask whose probabilities stay near 0.5 in training shows as a headline density
+    far from the draws' one."""
+    scored = ct_retrieval.score_pairs(model.with_structure(headline), params, x_codes,
+                                      y_codes, mesh, batch_size, rng)
     results = {"headline": headline, "headline_structure": HEADLINES[headline],
-               **action_retrieval_scores(probs, actions)}
+               **action_retrieval_scores(scored["probabilities"], actions),
+               "densities": structure_densities(scored)}
     if num_draws > 0:
         sampling = model.with_structure("sample")
-        per_draw = [action_retrieval_scores(ct_retrieval.action_probabilities(
-            sampling, params, x_codes, y_codes, mesh, batch_size,
-            jax.random.fold_in(rng, draw + 1)), actions) for draw in range(num_draws)]
+        draws = [ct_retrieval.score_pairs(sampling, params, x_codes, y_codes, mesh,
+                                          batch_size, jax.random.fold_in(rng, draw + 1))
+                 for draw in range(num_draws)]
+        per_draw = [action_retrieval_scores(draw["probabilities"], actions) for draw in draws]
         results["draws"] = {"structure": HEADLINES["sample"], "num_draws": num_draws}
         for key in ("action_accuracy", "factor_accuracy"):
             values = [scores[key] for scores in per_draw]
@@ -192,7 +201,19 @@ def retrieval_scores(model, params, x_codes: np.ndarray, y_codes: np.ndarray,
                 "std": float(np.std(values, ddof=1)) if num_draws > 1 else 0.0,
                 "values": values,
             }
+        densities = [structure_densities(draw) for draw in draws]
+        results["draws"]["densities"] = {
+            name: np.mean([d[name] for d in densities], axis=0).tolist()
+            for name in STRUCTURE_DENSITIES}
     return results
+
+
+STRUCTURE_DENSITIES = ("mask_density", "edge_density")
+
+
+def structure_densities(scored: dict) -> dict[str, list[float]]:
+    """Per action, the mean over pairs of `ct_retrieval.score_pairs`' densities."""
+    return {name: scored[name].mean(axis=0).tolist() for name in STRUCTURE_DENSITIES}
 
 
 def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, mesh,

@@ -46,27 +46,43 @@ def encode_images(encode, mcqvae_params, dataset, image_index: np.ndarray, mesh:
 
 
 @functools.lru_cache(maxsize=8)
-def _probabilities_fn(model, mesh: Mesh):
+def _scoring_fn(model, mesh: Mesh):
     @functools.partial(jax.jit, out_shardings=replicated(mesh))
-    def probabilities(params, x_codes, y_codes, rng):
+    def score(params, x_codes, y_codes, rng):
         rngs = {"gumbel": rng, "noise": rng}
         every = model.apply({"params": params}, x_codes, rngs=rngs, method=model.all_actions)
-        return jax.nn.softmax(ct_objectives.action_scores(every["logits"], y_codes), axis=-1)
+        return {
+            "probabilities": jax.nn.softmax(
+                ct_objectives.action_scores(every["logits"], y_codes), axis=-1),
+            # Per pair and action [b, A]: the share of nodes the action's mask
+            # intervenes on, and of the N² possible edges its graph holds.
+            "mask_density": every["mask"].mean(axis=-1).T,
+            "edge_density": every["adjacency"].mean(axis=(-2, -1)).T,
+        }
 
-    return host_memory.compiled_ahead(probabilities, "scoring a batch of pairs",
+    return host_memory.compiled_ahead(score, "scoring a batch of pairs",
                                       field="ct.train.eval_batch_size")
 
 
-def action_probabilities(model, params, x_codes: np.ndarray, y_codes: np.ndarray,
-                         mesh: Mesh, batch_size: int, rng: jax.Array) -> np.ndarray:
-    """q = softmax over actions of s_â (Eq. 10) for each pair: [n, N] codes -> [n, A].
-    Batch b is scored with fold_in(rng, b's first row), so the result does not depend
-    on anything but the inputs and `rng`."""
-    probabilities = _probabilities_fn(model, mesh)
+def score_pairs(model, params, x_codes: np.ndarray, y_codes: np.ndarray, mesh: Mesh,
+                batch_size: int, rng: jax.Array) -> dict[str, np.ndarray]:
+    """Every action's transition of each pair, each [n, A]: "probabilities", q =
+    softmax over actions of s_â (Eq. 10); "mask_density" and "edge_density", the
+    structure the layer took (as `model.structure` says) for that action. Batch b
+    is scored with fold_in(rng, b's first row), so the result does not depend on
+    anything but the inputs and `rng`."""
+    score = _scoring_fn(model, mesh)
     collected = []
     batches = padded_global_batches(len(x_codes), batch_size, mesh,
                                     lambda index: {"x": x_codes[index], "y": y_codes[index]})
     for start, batch, keep in batches:
-        probs = probabilities(params, batch["x"], batch["y"], jax.random.fold_in(rng, start))
-        collected.append(np.asarray(probs)[:keep])
-    return np.concatenate(collected)
+        out = score(params, batch["x"], batch["y"], jax.random.fold_in(rng, start))
+        collected.append({name: np.asarray(value)[:keep] for name, value in out.items()})
+    return {name: np.concatenate([part[name] for part in collected]) for name in collected[0]}
+
+
+def action_probabilities(model, params, x_codes: np.ndarray, y_codes: np.ndarray,
+                         mesh: Mesh, batch_size: int, rng: jax.Array) -> np.ndarray:
+    """q = softmax over actions of s_â (Eq. 10) for each pair: [n, N] codes -> [n, A]
+    (`score_pairs`' "probabilities")."""
+    return score_pairs(model, params, x_codes, y_codes, mesh, batch_size, rng)["probabilities"]

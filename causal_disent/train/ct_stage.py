@@ -297,13 +297,14 @@ def curve_evaluator(config, model, dataset, sampler, encode, mcqvae_params, code
                 encode, mcqvae_params, dataset, index, mesh, cfg.eval_batch_size)
 
     headline, num_draws = ct_evaluation.evaluation_settings(config.ct)
+    action_names = transitions.dataset_action_names(dataset)
 
     def evaluate(state, step: int) -> None:
         scores = ct_evaluation.retrieval_scores(
             model, state.params, pair_codes["x"], pair_codes["y"], pairs["action"], mesh,
             cfg.eval_batch_size, jax.random.fold_in(rng, step), headline=headline,
             num_draws=num_draws)
-        point = curve_point(scores)
+        point = curve_point(scores, action_names)
         append_curve_point(workdir, STAGE, step, point)
         console.say(f"[{STAGE}] step {step}: test {accuracy_text(scores)} "
                     f"({cfg.num_curve_pairs} pairs)")
@@ -311,13 +312,23 @@ def curve_evaluator(config, model, dataset, sampler, encode, mcqvae_params, code
     return evaluate
 
 
-def curve_point(scores: dict) -> dict:
+def curve_point(scores: dict, action_names) -> dict:
     """A learning-curve point from `ct_evaluation.retrieval_scores`: the headline's
-    action and factor accuracy and, when drawn, the draws' mean and std."""
+    action and factor accuracy and, when drawn, the draws' mean and std; and per
+    action its structure's densities, "mask_density/<action>" and
+    "edge_density/<action>" (the headline's structure; "..._draws_mean/<action>"
+    over the draws), scalars that TensorBoard plots one curve each."""
     point = {key: scores[key] for key in ("action_accuracy", "factor_accuracy")}
     for key, summary in _draw_summaries(scores):
         point[f"{key}_draws_mean"] = summary["mean"]
         point[f"{key}_draws_std"] = summary["std"]
+    kinds = [("", scores.get("densities"))]
+    if scores.get("draws"):
+        kinds.append(("_draws_mean", scores["draws"].get("densities")))
+    for suffix, densities in kinds:
+        for name, values in (densities or {}).items():
+            point.update({f"{name}{suffix}/{action}": value
+                          for action, value in zip(action_names, values)})
     return point
 
 

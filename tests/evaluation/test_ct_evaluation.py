@@ -197,3 +197,40 @@ def test_save_figures_writes_the_three_figures(tiny_ctvae, shapes3d, tmp_path):
                  "ct_structure_adjacency.png"):
         with Image.open(tmp_path / name) as image:
             assert image.format == "PNG" and np.asarray(image.convert("L")).std() > 10
+
+
+def test_retrieval_scores_give_each_actions_thresholded_structure_densities(tiny_ctvae):
+    """The headline's densities are the most likely masks and graphs of the pairs' X,
+    averaged per action, as the layer gives them; the draws' are their sampled ones."""
+    import jax
+
+    from causal_disent.utils.sharding import make_data_mesh
+
+    layer, params = tiny_ctvae.transition, tiny_ctvae.transition_params
+    rng = np.random.default_rng(0)
+    x_codes = rng.integers(0, layer.num_codes, (6, layer.num_nodes)).astype(np.int32)
+    y_codes = rng.integers(0, layer.num_codes, (6, layer.num_nodes)).astype(np.int32)
+    actions = rng.integers(0, layer.num_actions, 6)
+    scores = ct_evaluation.retrieval_scores(
+        layer, params, x_codes, y_codes, actions, make_data_mesh(), 4, jax.random.key(3),
+        headline="most_likely", num_draws=2)
+
+    most_likely = layer.with_structure("most_likely")
+    every = most_likely.apply({"params": params}, x_codes, method=most_likely.all_actions,
+                              rngs={"gumbel": jax.random.key(0), "noise": jax.random.key(0)})
+    mask = np.asarray(every["mask"])  # [A, n, N]
+    assert set(np.unique(mask)) <= {0.0, 1.0}  # thresholded, not probabilities
+    np.testing.assert_allclose(scores["densities"]["mask_density"], mask.mean(axis=(1, 2)),
+                               rtol=1e-5)
+    np.testing.assert_allclose(scores["densities"]["edge_density"],
+                               np.asarray(every["adjacency"]).mean(axis=(1, 2, 3)), rtol=1e-5)
+    for densities in (scores["densities"], scores["draws"]["densities"]):
+        for values in densities.values():
+            assert len(values) == layer.num_actions and all(0 <= v <= 1 for v in values)
+
+    from causal_disent.train import ct_stage
+    names = tiny_ctvae.action_names
+    point = ct_stage.curve_point(scores, names)
+    assert point[f"mask_density/{names[0]}"] == scores["densities"]["mask_density"][0]
+    assert (point[f"edge_density_draws_mean/{names[-1]}"]
+            == scores["draws"]["densities"]["edge_density"][-1])

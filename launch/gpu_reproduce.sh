@@ -12,6 +12,13 @@
 # Extra arguments go to causal_disent.main (e.g. --config.ct.train.num_steps=8000).
 # Compiled programs are cached in WORKDIR/jax_cache, so later slices skip most
 # compilation.
+#
+# KEEP=DIR copies, after every slice whatever its status, what a record of the run
+# needs into DIR (e.g. results/gpu_<date>_<card>_ctvae, or the device tool's $OUT):
+# metrics.jsonl (every step's training row and each curve point, with each action's
+# mask and edge density), results.json once a stage has finished (its scores and
+# structure densities), the curves, config, commands, log and figures; no
+# checkpoints. A machine taken away mid-run then still leaves the run readable.
 set -euo pipefail
 
 : "${WORKDIR:?set WORKDIR to the run directory (shared by every slice)}"
@@ -26,4 +33,23 @@ run_slice() {
     --workdir="${WORKDIR}" --max_minutes="${MAX_MINUTES:-9}" "$@"
 }
 
-run_slices run_slice "$@"
+# The run's readable records (no checkpoints, no code cache) into KEEP.
+keep_records() {
+  [[ -n "${KEEP:-}" && -d "${WORKDIR}" ]] || return 0
+  mkdir -p "${KEEP}"
+  local name
+  for name in metrics.jsonl results.json config.json command.txt provenance.jsonl \
+      log.txt curves figures; do
+    [[ -e "${WORKDIR}/${name}" ]] && cp -r "${WORKDIR}/${name}" "${KEEP}/"
+  done
+  return 0
+}
+
+keeping_slice() {
+  local status=0
+  run_slice "$@" || status=$?
+  keep_records
+  return "${status}"
+}
+
+run_slices keeping_slice "$@"

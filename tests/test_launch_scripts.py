@@ -343,3 +343,33 @@ def test_local_multiprocess_names_the_process_that_ended_first_and_its_signal(tm
         134, [f"error: process 0 of 2 exited with status 134: ended by SIGABRT: Terminating "
               f"process because the JAX distributed service detected fatal errors. "
               f"(its log: {tmp_path / 'run'}.process_0.log)"])
+
+
+REPRODUCE_FAKE_PYTHON = r"""#!/usr/bin/env bash
+# Stands in for python in launch/gpu_reproduce.sh: the first slice pauses with the
+# files a run has by then, the second finishes.
+for a in "$@"; do [[ "$a" == --workdir=* ]] && w="${a#--workdir=}"; done
+mkdir -p "$w/checkpoints/ct" "$w/curves"
+echo '{"stage": "ct", "step": 1}' >> "$w/metrics.jsonl"
+echo '{}' > "$w/config.json"; echo step > "$w/curves/ct.jsonl"
+if [[ ! -e "$w/.paused" ]]; then touch "$w/.paused"; exit 3; fi
+echo '{"ct": {"densities": {}}}' > "$w/results.json"
+"""
+
+
+def test_the_reproduction_keeps_the_runs_records_after_every_slice(tmp_path):
+    fake = tmp_path / "fake_python"
+    fake.write_text(REPRODUCE_FAKE_PYTHON)
+    fake.chmod(0o755)
+    keep = tmp_path / "kept"
+    env = {**os.environ, "WORKDIR": str(tmp_path / "run"), "PYTHON": str(fake),
+           "KEEP": str(keep)}
+    script = str(REPO_ROOT / "launch" / "gpu_reproduce.sh")
+    paused = subprocess.run(["bash", script], env=env, capture_output=True, text=True)
+    assert paused.returncode == 3, paused.stderr
+    assert sorted(p.name for p in keep.iterdir()) == ["config.json", "curves", "metrics.jsonl"]
+    done = subprocess.run(["bash", script, "--until-done"], env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert (keep / "results.json").exists() and not (keep / "checkpoints").exists()
+    assert len((keep / "metrics.jsonl").read_text().splitlines()) == 2

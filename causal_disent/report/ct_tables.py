@@ -350,3 +350,27 @@ def headline_step_row(results: Results) -> list[str]:
     return ["CT-VAE stage-2 causal step (paper sizes), seconds",
             f"{ours['causal']:.2f} ({authors['causal'] / ours['causal']:.0f}× faster)",
             f"{authors['causal']} (authors' code)", machine_name(steps["machine"])]
+
+
+def ct_width_probes(results: Results) -> str:
+    """Paper-width stage 2 on one `:small` stage 1: the first 1000 steps of each run,
+    per mode (benchmarks/ct_early_probes.py), one row per run of every probe record."""
+    rows = []
+    for name in results.names("ct_width_probes*"):
+        for label, probe in results.record(name)["figures"]["probes"].items():
+            settings = probe["settings"]
+            first, last = probe["steps"]
+
+            def cell(key):
+                return "" if probe[key] is None else fixed(probe[key])
+
+            rows.append([
+                label, str(settings["seed"]),
+                "on" if settings["root_weight"] else "off",
+                f"{settings['learning_rate']:g}", str(settings["warmup_steps"]),
+                f"{first}–{last}", cell("ce_x"), cell("ce_identity"),
+                cell("standard_code_accuracy"), cell("ce_y"), cell("action_code_accuracy"),
+                cell("causal_action_accuracy"), f"**{probe['regime']}**"])
+    return table(["run", "seed", "skip term", "learning rate", "warm-up steps", "steps",
+                  "ce_x", "ce_identity", "standard code acc.", "ce_y", "action code acc.",
+                  "causal action acc.", "regime"], rows)

@@ -15,7 +15,9 @@ On paper-width GPU runs the no-action path fell into one of two regimes by step
 1000: ce_x near 0.03 with code accuracy 1.000, or ce_x 1.2-1.3 with ce_identity
 above the uniform ln K; the low runs were those of the second kind. The `regime`
 column says which: "copies X" when standard-mode code accuracy is at least 0.99,
-else "loses X". Beside the figures each row names the stage-2 settings the
+else "loses X"; "copies X from" is when it got there: the end of the first window of
+100 steps from step 0 whose standard-mode code accuracy averages 0.99 or more (none
+by --last_step: blank). Beside the figures each row names the stage-2 settings the
 experiments vary (widths, skip term, learning rate and warm-up, noise anneal,
 batch, seed), read from the run's config.json.
 
@@ -39,6 +41,8 @@ from causal_disent.runs.config_file import RunConfigError, read_config  # noqa: 
 STAGE = "ct"
 # Standard-mode code accuracy at or above which the no-action path copies X.
 COPIES_X_ACCURACY = 0.99
+# Steps per window of the "copies X from" search.
+ONSET_WINDOW = 100
 # (column, row key) of the figures, per mode; a mode's rows are told by a key only
 # that mode logs.
 MODE_FIGURES = {
@@ -73,8 +77,9 @@ def probe(workdir: Path, first_step: int, last_step: int) -> dict:
         config = read_config(workdir)
     except RunConfigError as error:
         sys.exit(f"error: {error}")
-    rows = [row for row in metrics_log.read_rows(workdir, STAGE, validation=False)
-            if first_step <= row["step"] <= last_step]
+    all_rows = [row for row in metrics_log.read_rows(workdir, STAGE, validation=False)
+                if row["step"] <= last_step]
+    rows = [row for row in all_rows if row["step"] >= first_step]
     reached = max((row["step"] for row in rows), default=None)
     if reached is None or reached < last_step:
         sys.exit(f"error: {workdir} has stage-2 rows only up to step {reached or 0}, "
@@ -90,14 +95,27 @@ def probe(workdir: Path, first_step: int, last_step: int) -> dict:
     accuracy = figures["standard_code_accuracy"]
     figures["regime"] = (None if accuracy is None else
                          "copies X" if accuracy >= COPIES_X_ACCURACY else "loses X")
+    figures["copies_x_from_step"] = copies_x_from_step(all_rows, last_step)
     figures["uniform_ce"] = math.log(config.mcqvae.model.num_codes)
     return {"workdir": str(workdir), "settings": run_settings(config), **figures}
 
 
+def copies_x_from_step(rows: list[dict], last_step: int) -> int | None:
+    """The end of the first ONSET_WINDOW-step window (0–100, 100–200, ...) whose
+    standard-mode code accuracy averages COPIES_X_ACCURACY or more; None if none
+    does by `last_step`."""
+    for end in range(ONSET_WINDOW, last_step + 1, ONSET_WINDOW):
+        accuracies = [row["code_accuracy"] for row in rows
+                      if "ce_x" in row and end - ONSET_WINDOW < row["step"] <= end]
+        if accuracies and sum(accuracies) / len(accuracies) >= COPIES_X_ACCURACY:
+            return end
+    return None
+
+
 def markdown(probes: dict[str, dict]) -> str:
     lines = ["| run | seed | steps | ce_x | ce_identity | standard code acc. | ce_y | "
-             "action code acc. | causal action acc. | regime |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "action code acc. | causal action acc. | regime | copies X from |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def cell(value, digits=3):
         return "" if value is None else f"{value:.{digits}f}"
@@ -109,7 +127,8 @@ def markdown(probes: dict[str, dict]) -> str:
             f"{cell(result['ce_x'])} | {cell(result['ce_identity'])} | "
             f"{cell(result['standard_code_accuracy'])} | {cell(result['ce_y'])} | "
             f"{cell(result['action_code_accuracy'])} | "
-            f"{cell(result['causal_action_accuracy'])} | {result['regime'] or ''} |")
+            f"{cell(result['causal_action_accuracy'])} | {result['regime'] or ''} | "
+            f"{result['copies_x_from_step'] or ''} |")
     return "\n".join(lines)
 
 

@@ -66,3 +66,15 @@ def test_a_run_short_of_the_window_is_one_error_line(tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as stopped:
         ct_early_probes.main()
     assert "rows only up to step 6, short of --last_step=10" in str(stopped.value)
+
+
+def test_copies_x_from_the_first_window_of_a_hundred_steps_that_does():
+    def standard(step, accuracy):
+        return {"step": step, "ce_x": 1.0, "code_accuracy": accuracy}
+
+    rows = ([standard(step, 0.5) for step in range(1, 101)]
+            + [standard(step, 0.995) for step in range(101, 201)]
+            + [{"step": 150, "ce_y": 1.0, "code_accuracy": 0.0}])  # not standard mode
+    assert ct_early_probes.copies_x_from_step(rows, 300) == 200
+    assert ct_early_probes.copies_x_from_step(rows, 150) is None  # no whole window by then
+    assert ct_early_probes.copies_x_from_step(rows[:100], 300) is None

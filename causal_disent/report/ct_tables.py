@@ -370,7 +370,8 @@ def ct_width_probes(results: Results) -> str:
                 f"{settings['learning_rate']:g}", str(settings["warmup_steps"]),
                 f"{first}–{last}", cell("ce_x"), cell("ce_identity"),
                 cell("standard_code_accuracy"), cell("ce_y"), cell("action_code_accuracy"),
-                cell("causal_action_accuracy"), f"**{probe['regime']}**"])
+                cell("causal_action_accuracy"), f"**{probe['regime']}**",
+                str(probe.get("copies_x_from_step") or "–")])
     return table(["run", "seed", "skip term", "learning rate", "warm-up steps", "steps",
                   "ce_x", "ce_identity", "standard code acc.", "ce_y", "action code acc.",
-                  "causal action acc.", "regime"], rows)
+                  "causal action acc.", "regime", "copies X from step"], rows)

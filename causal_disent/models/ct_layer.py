@@ -14,8 +14,8 @@ every latent node (theirs only received edges, so the action had no effect), the
 graph KL is the Bernoulli KL of Eq. 11–13 (see objectives/ct.py), and M_ij = 1 means
 j is a parent of i (theirs is the transpose). Our own choices, each stated where it
 is made: the positional embedding is scaled to unit norm so it does not drown the
-one-hot code, and `gnn_root_weight` optionally adds a skip term to every attention
-layer (off by default, as in the authors' GATv2).
+one-hot code, and `gnn_root_weight` adds a skip term to every attention layer (on in
+the library's configs; off is the authors' GATv2).
 """
 
 import chex

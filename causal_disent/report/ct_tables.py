@@ -375,3 +375,32 @@ def ct_width_probes(results: Results) -> str:
     return table(["run", "seed", "skip term", "learning rate", "warm-up steps", "steps",
                   "ce_x", "ce_identity", "standard code acc.", "ce_y", "action code acc.",
                   "causal action acc.", "regime", "copies X from step"], rows)
+
+
+def _density_range(densities: dict, name: str) -> str:
+    values = densities[name]
+    return f"{min(values):.2f}–{max(values):.2f}"
+
+
+def ct_width_runs(results: Results) -> str:
+    """Whole paper-width stage-2 runs on one `:small` stage 1 (`main --record`s named
+    ct_width_small_*): the scores and, per action, the structure's densities, for
+    the thresholded headline structure and over the draws."""
+    rows = []
+    for name in results.names("ct_width_small_*"):
+        record = results.record(name)
+        ct = record["figures"]["ct"]
+        [run] = record["runs"]
+        headline, drawn = ct["densities"], ct["draws"]["densities"]
+        rows.append([name.removeprefix("ct_width_small_"), _headline(ct), _draws(ct),
+                     _geometry(ct),
+                     f"{_density_range(headline, 'mask_density')} "
+                     f"({_density_range(drawn, 'mask_density')})",
+                     f"{_density_range(headline, 'edge_density')} "
+                     f"({_density_range(drawn, 'edge_density')})",
+                     minutes(history_minutes(run) * 60), machine_name(record["machine"])])
+    return table(["run", "headline (most likely)", "8 draws, mean ± std",
+                  "scale, shape, orientation (+ / −)",
+                  "mask density over actions, thresholded (drawn)",
+                  "edge density over actions, thresholded (drawn)",
+                  "minutes, stage 2's commands", "machine"], rows)

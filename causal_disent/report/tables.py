@@ -300,6 +300,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "ct_small_tried": ct_tables.ct_small_tried,
     "ct_graph_ablation": ct_tables.ct_graph_ablation,
     "ct_width_probes": ct_tables.ct_width_probes,
+    "ct_width_runs": ct_tables.ct_width_runs,
     "ct_gpu": ct_tables.ct_gpu,
     "ct_pair_mix": ct_tables.ct_pair_mix,
     "ct_action_mix_seeds": ct_tables.ct_action_mix_seeds,

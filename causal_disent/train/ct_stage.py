@@ -322,11 +322,11 @@ def curve_point(scores: dict, action_names) -> dict:
     for key, summary in _draw_summaries(scores):
         point[f"{key}_draws_mean"] = summary["mean"]
         point[f"{key}_draws_std"] = summary["std"]
-    kinds = [("", scores.get("densities"))]
-    if scores.get("draws"):
-        kinds.append(("_draws_mean", scores["draws"].get("densities")))
+    kinds = [("", scores["densities"])]
+    if "draws" in scores:
+        kinds.append(("_draws_mean", scores["draws"]["densities"]))
     for suffix, densities in kinds:
-        for name, values in (densities or {}).items():
+        for name, values in densities.items():
             point.update({f"{name}{suffix}/{action}": value
                           for action, value in zip(action_names, values)})
     return point

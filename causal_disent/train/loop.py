@@ -170,20 +170,16 @@ def fit(
                                     signal.Signals(signal_number).name, step)
                     stop(state, step, pending)
                     raise interrupts.Interrupted(signal_number, stage, step)
-            if step < last_step and deadline.step_reached(step):
-                logging.warning("[%s] pause step %d reached; saving it", stage, step)
+            at_pause_step = step < last_step and deadline.step_reached(step)
+            if at_pause_step or (step < last_step and step % check_every == 0
+                                 and deadline_lib.expired_on_every_host(deadline)):
+                logging.warning("[%s] %s; saving step %d", stage,
+                                "pause step reached" if at_pause_step else
+                                f"time budget of {deadline.minutes:g} minutes spent", step)
                 stop(state, step, pending)
                 checkpoints.close()  # the stage ends here
                 raise TimeBudgetExhausted(stage, step, last_step, deadline.elapsed_minutes(),
-                                          at_pause_step=True)
-            if (step < last_step and step % check_every == 0
-                    and deadline_lib.expired_on_every_host(deadline)):
-                logging.warning("[%s] time budget of %g minutes spent; saving step %d",
-                                stage, deadline.minutes, step)
-                stop(state, step, pending)
-                checkpoints.close()  # the stage ends here
-                raise TimeBudgetExhausted(stage, step, last_step,
-                                          deadline.elapsed_minutes())
+                                          at_pause_step=at_pause_step)
         save(state, last_step, pending, force=True)
         checkpoints.wait()
     return state

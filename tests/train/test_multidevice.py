@@ -25,7 +25,7 @@ def test_eight_devices_match_one_device():
     assert report["max_param_diff"] < 1e-5, report
     assert "not divisible by the 8 devices" in report["indivisible_batch_error"]
     assert set(report["ct_max_diff_per_mode"]) == {"standard", "action", "causal"}
-    assert max(report["ct_max_diff_per_mode"].values()) < 1e-4, report
+    assert max(report["ct_max_diff_per_mode"].values()) < 1e-6, report  # SGD: lr times the gradients' difference
     differences, distinct = report["code_cache_differences_and_distinct_codes"]
     assert differences == 0 and distinct > 1, report
     # The host memory a CPU call needs counts every device's buffers (utils/host_memory.py).

@@ -127,8 +127,8 @@ class CausalGraphSampler(nn.Module):
     with w2) on a [B, N, N, H] pre-activation, plus 4·B·N·F·H for the two products
     (running Linear(2F → H) on N² concatenations would cost 4·B·N²·F·H).
     The [B, N, N, H] pre-activation (210 MB per network at B=16, N=64, H=800) is never
-    stored: `models/pairwise.py` computes the readout one example at a time and
-    recomputes it in a hand-written backward pass. `__call__` evaluates two networks (the action's
+    stored: `models/pairwise.py` computes the readout one example and a few rows at a
+    time and recomputes it in a hand-written backward pass. `__call__` evaluates two networks (the action's
     and ∅'s); the causal mode evaluates all A, e.g. with `jax.vmap` or `jax.lax.map`
     over a leading axis of `network` (whatever is not fused away is then A times
     larger under vmap, while lax.map holds one network's at a time).

@@ -8,10 +8,12 @@ w_ij·e + b)) compute, for every ordered pair (i, j),
 
 Written naively this materialises [B, N, M, H] several times for the forward and
 backward passes. Here the forward splits LeakyReLU(z) = s·z + (1 − s)·relu(z) so
-the linear part is O((N + M)·H), and a hand-written backward recomputes z a few
-examples at a time (`jax.lax.map`), so the [N, M, H] working set stays in cache and
-nothing of that size is kept between the passes. On a 2-core CPU this is ~4× faster
-than autodiff of the naive form (benchmarks/ct_step_time.py).
+the linear part is O((N + M)·H), and both passes walk the pairs one example at a
+time and, within an example, a few rows i at a time (a scan): each step's [rows,
+M, H] pre-activations stay within a core's cache, and nothing of size [N, M, H]
+is kept between the passes (the backward recomputes z). The backward takes one
+row a step, so that the sums over i it accumulates add in the same order as one
+contraction over the whole example would.
 """
 
 import functools
@@ -19,17 +21,16 @@ import functools
 import jax
 import jax.numpy as jnp
 
-# Examples per loop iteration are chosen so that their [N, M, H] pre-activations
-# stay within about this many bytes (a few MB of cache). On 2 CPU cores, at N = M =
-# 64: H = 100 runs 4 examples per iteration, 31% faster than one; H = 800 (13 MB an
-# example) runs one, as 2 or more were slower.
-_WORKING_SET_BYTES = 7 * 2**20
+# Each step of the forward's scan takes as many rows as keep their [rows, M, H]
+# pre-activations within about this many bytes (a core's L2 cache, so that they
+# are written and read back before they leave it).
+_FORWARD_WORKING_SET_BYTES = 256 * 2**10
 
 
-def _examples_per_iteration(row: jax.Array, col: jax.Array) -> int:
-    num_rows, hidden = row.shape[1:]
-    per_example = num_rows * col.shape[1] * hidden * row.dtype.itemsize
-    return max(1, _WORKING_SET_BYTES // per_example)
+def _rows_per_step(num_rows: int, row_bytes: int, working_set_bytes: int) -> int:
+    """The largest divisor of `num_rows` whose rows fit the working set (at least 1)."""
+    fitting = max(1, working_set_bytes // row_bytes)
+    return max(d for d in range(1, num_rows + 1) if num_rows % d == 0 and d <= fitting)
 
 
 def pairwise_leaky_readout(
@@ -81,18 +82,28 @@ def _forward(slope, has_edge, row, col, out_kernel, edge, edge_kernel):
     )
     if has_edge:
         linear = linear + edge * jnp.einsum("bh,bh->b", edge_kernel, out_kernel)[:, None, None]
+    num_rows, hidden = row.shape[1:]
+    rows_per_step = _rows_per_step(num_rows, col.shape[1] * hidden * row.dtype.itemsize,
+                                   _FORWARD_WORKING_SET_BYTES)
 
     def relu_part(example):
-        z = _preactivation(has_edge, *example)
-        return jnp.einsum("ijh,h->ij", jax.nn.relu(z), example[2])
+        row, col, a, edge, e = example
 
-    examples = (row, col, out_kernel, edge, edge_kernel)
-    relu_sum = jax.lax.map(relu_part, examples, batch_size=_examples_per_iteration(row, col))
+        def rows_step(_, rows):
+            row_block, edge_block = rows  # [R, H], [R, M]
+            z = _preactivation(has_edge, row_block, col, edge_block, e)
+            return None, jnp.einsum("ijh,h->ij", jax.nn.relu(z), a)
+
+        blocks = (row.reshape(-1, rows_per_step, hidden),
+                  edge.reshape(-1, rows_per_step, edge.shape[-1]))
+        return jax.lax.scan(rows_step, None, blocks)[1].reshape(num_rows, -1)
+
+    relu_sum = jax.lax.map(relu_part, (row, col, out_kernel, edge, edge_kernel))
     return slope * linear + (1.0 - slope) * relu_sum
 
 
-def _preactivation(has_edge, row, col, out_kernel, edge, edge_kernel):
-    del out_kernel
+def _preactivation(has_edge, row, col, edge, edge_kernel):
+    """z[i, j, h] = row[i, h] + col[j, h] (+ edge[i, j]·e[h]) for a block of rows i."""
     z = row[:, None, :] + col[None, :, :]
     if has_edge:
         z = z + edge[:, :, None] * edge_kernel
@@ -109,14 +120,29 @@ def _readout_bwd(slope, has_edge, residuals, grad):
 
     def per_example(example):
         (row, col, a, edge, e), g = example
-        z = _preactivation(has_edge, row, col, a, edge, e)
-        positive = (z > 0).astype(z.dtype)  # [N, M, H]
+
+        def row_step(col_sums, one_row):
+            # One receiver i: [z > 0] over its M pairs, [M, H]. (Blocks of rows, as
+            # in the forward, were no faster: the step's work is two reads of it.)
+            row_i, edge_i, g_i = one_row
+            positive = (_preactivation(has_edge, row_i[None], col, edge_i[None], e)[0] > 0
+                        ).astype(row.dtype)
+            g_pos_col_sum, ge_pos_sum = col_sums
+            # Each row's terms go into the sums over i as they come.
+            g_pos_col_sum = g_pos_col_sum + g_i[:, None] * positive
+            outputs = {"g_pos_rows": g_i @ positive}
+            if has_edge:
+                ge_pos_sum = ge_pos_sum + (g_i * edge_i) @ positive
+                outputs["positive_ae"] = positive @ (a * e)
+            return (g_pos_col_sum, ge_pos_sum), outputs
+
+        zeros = (jnp.zeros_like(col), jnp.zeros_like(a))
+        (g_pos_cols, ge_pos), per_row = jax.lax.scan(row_step, zeros, (row, edge, g))
+        g_pos_rows = per_row["g_pos_rows"]  # [N, H]
         # d/dz of s·z + (1 − s)·relu(z) is s + (1 − s)·[z > 0].
-        g_pos_rows = jnp.einsum("ij,ijh->ih", g, positive)
-        g_pos_cols = jnp.einsum("ij,ijh->jh", g, positive)
         d_row = a * (slope * g.sum(1)[:, None] + (1 - slope) * g_pos_rows)
         d_col = a * (slope * g.sum(0)[:, None] + (1 - slope) * g_pos_cols)
-        # Σ_ij g_ij·relu(z_ijh) without a third pass over [N, M, H]: relu(z) =
+        # Σ_ij g_ij·relu(z_ijh) without another pass over the pairs: relu(z) =
         # [z > 0]·(row_i + col_j + edge_ij·e), so it splits into the two sums above
         # (and, with an edge, the one d_e needs anyway).
         relu_sum = (row * g_pos_rows).sum(0) + (col * g_pos_cols).sum(0)
@@ -125,14 +151,12 @@ def _readout_bwd(slope, has_edge, residuals, grad):
             d_a = d_a + (1 - slope) * relu_sum
             return d_row, d_col, d_a, jnp.zeros_like(edge), jnp.zeros_like(e)
         ge = g * edge
-        ge_pos = jnp.einsum("ij,ijh->h", ge, positive)
         d_a = d_a + slope * ge.sum() * e + (1 - slope) * (relu_sum + e * ge_pos)
-        d_edge = g * (slope * (a @ e) + (1 - slope) * jnp.einsum("ijh,h->ij", positive, a * e))
+        d_edge = g * (slope * (a @ e) + (1 - slope) * per_row["positive_ae"])
         d_e = a * (slope * ge.sum() + (1 - slope) * ge_pos)
         return d_row, d_col, d_a, d_edge, d_e
 
-    return jax.lax.map(per_example, ((row, col, out_kernel, edge, edge_kernel), grad),
-                       batch_size=_examples_per_iteration(row, col))
+    return jax.lax.map(per_example, ((row, col, out_kernel, edge, edge_kernel), grad))
 
 
 _readout.defvjp(_readout_fwd, _readout_bwd)

@@ -40,16 +40,18 @@ def test_matches_reference_values_and_gradients(with_edge):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("working_set_bytes", [1, 2 * 5 * 6 * 7 * 4])  # 1 or 2 examples per iteration
-def test_examples_per_iteration_does_not_change_the_result(monkeypatch, working_set_bytes):
-    """3 examples in iterations of 1 or of 2 (a remainder of 1) equal the reference."""
+@pytest.mark.parametrize("working_set_bytes", [1, 2 * 6 * 7 * 4, 3 * 6 * 7 * 4])
+def test_rows_per_step_does_not_change_the_result(monkeypatch, working_set_bytes):
+    """6 receivers in forward steps of 1, 2 or 3 rows (divisors of 6) equal the
+    reference, values and gradients."""
     from causal_disent.models import pairwise
 
-    monkeypatch.setattr(pairwise, "_WORKING_SET_BYTES", working_set_bytes)
+    monkeypatch.setattr(pairwise, "_FORWARD_WORKING_SET_BYTES", working_set_bytes)
     rng = np.random.default_rng(1)
-    row, col = (jnp.asarray(rng.normal(size=(3, n, 7)), jnp.float32) for n in (5, 6))
+    row, col = (jnp.asarray(rng.normal(size=(3, n, 7)), jnp.float32) for n in (6, 6))
     kernel = jnp.asarray(rng.normal(size=(3, 7)), jnp.float32)
-    assert pairwise._examples_per_iteration(row, col) == max(1, working_set_bytes // (5 * 6 * 7 * 4))
+    assert pairwise._rows_per_step(6, 6 * 7 * 4, working_set_bytes) == max(
+        1, working_set_bytes // (6 * 7 * 4))
 
     def loss(fn, *a):
         return jnp.sum(fn(*a, 0.2) ** 2)
@@ -59,3 +61,12 @@ def test_examples_per_iteration_does_not_change_the_result(monkeypatch, working_
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
     for g, w in zip(got[1], want[1]):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_rows_per_step_is_the_largest_fitting_divisor():
+    from causal_disent.models.pairwise import _rows_per_step
+
+    assert _rows_per_step(64, 100, 1000) == 8  # 10 fit; 8 is the largest divisor <= 10
+    assert _rows_per_step(7, 100, 600) == 1  # 7 is prime: one row a step
+    assert _rows_per_step(64, 10**9, 1) == 1  # a row larger than the budget still runs
+    assert _rows_per_step(64, 1, 10**9) == 64

@@ -180,7 +180,7 @@ class CausalTransition(nn.Module):
         features = self.node_features(codes, train)
         null_logits = self.graph_sampler.network_logits(features, null)
         return self._transition(codes, features, null, null_logits, action_logits=null_logits,
-                                noise_scale=noise_scale)
+                                noise_scale=noise_scale, null_action_only=True)
 
     def all_actions(self, codes: jax.Array, *, train: bool = False,
                     noise_scale: float | jax.Array = 1.0) -> dict[str, jax.Array]:
@@ -216,14 +216,15 @@ class CausalTransition(nn.Module):
         identity = jnp.broadcast_to(jnp.eye(self.num_nodes), (batch, self.num_nodes, self.num_nodes))
         return self.gnn(
             features, jnp.full((batch,), self.null_action, jnp.int32),
-            jnp.zeros(codes.shape), identity, identity, noise_node,
+            jnp.zeros(codes.shape), identity, identity, noise_node, null_action_only=True,
         )
 
     def _transition(self, codes, features, action, null_logits, noise=None, action_logits=None,
-                    action_groups=0, noise_scale=1.0):
+                    action_groups=0, noise_scale=1.0, null_action_only=False):
         """The shared body of every transition; `action_logits` ([B, N, N]) skips
         evaluating the action's pair MLP when the caller already has its logits;
-        `action_groups` as in TransitionGNN; `noise_scale` as in `__call__`."""
+        `action_groups` and `null_action_only` as in TransitionGNN; `noise_scale` as
+        in `__call__`."""
         mask = self.intervention_mask(codes, action, self.positions, noise_scale)
         if action_logits is None:
             action_logits = self.graph_sampler.network_logits(features, action)
@@ -240,6 +241,7 @@ class CausalTransition(nn.Module):
         logits = self.gnn(
             gnn_features, action, mask["mask"], graph["adjacency"],
             graph["edge_probs"] * graph["adjacency"], noise_node, action_groups=action_groups,
+            null_action_only=null_action_only,
         )
         return {"logits": logits, "edge_logits": edge_logits, **mask, **graph}
 

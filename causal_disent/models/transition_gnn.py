@@ -317,12 +317,14 @@ class ActionHeadsGATv2Layer(nn.Module):
     def __call__(self, latent_features: jax.Array, context_features: jax.Array,
                  action: jax.Array, mask: jax.Array, adjacency: jax.Array,
                  edge_weights: jax.Array, graph: jraph.GraphsTuple | None = None,
-                 action_groups: int = 0) -> jax.Array:
+                 action_groups: int = 0, null_action_only: bool = False) -> jax.Array:
         """latent [B, N, F_in], context [B, C, F_ctx] -> new latent features [B, N, H].
 
         `graph` (from `build_transition_graph`) is required by the jraph backend.
         `action_groups` > 0 promises the causal mode's layout (see
         `project_selected_heads`): action = repeat(arange(G), B / G).
+        `null_action_only` promises every action is ∅ and every mask 0 (see
+        `TransitionGNN`): only the ∅ head is computed.
         """
         num_heads = self.num_actions + 1
         in_features = latent_features.shape[-1]
@@ -356,12 +358,16 @@ class ActionHeadsGATv2Layer(nn.Module):
             ),
         }
         head_index = selected_head_indices(action, self.num_actions)
+        if null_action_only:
+            head_index = head_index[:, 1:]  # the ∅ head alone
         projected = ("receiver_kernel", "sender_kernel")  # applied to all N nodes
-        heads = {  # [B, 2, ...]
+        heads = {  # [B, 2, ...] ([B, 1, ...] with null_action_only)
             name: value[head_index] for name, value in stacked.items() if name not in projected
         }
 
         def project(kernel):
+            if null_action_only:
+                return jnp.einsum("bnf,fd->bnd", latent_features, kernel[-1])[:, None]
             return project_selected_heads(latent_features, kernel, head_index, action_groups)
 
         receiver_projection = (
@@ -396,6 +402,8 @@ class ActionHeadsGATv2Layer(nn.Module):
                 "root_kernel", stacked_kernel_init, (num_heads, in_features, self.hidden)
             )
             aggregated = aggregated + project(root_kernel)
+        if null_action_only:
+            return aggregated[:, 0]
         return combine_selected_heads(aggregated, mask)
 
 
@@ -421,7 +429,8 @@ class TransitionGNN(nn.Module):
     @nn.compact
     def __call__(self, node_features: jax.Array, action: jax.Array, mask: jax.Array,
                  adjacency: jax.Array, edge_weights: jax.Array,
-                 noise_node: jax.Array | None = None, action_groups: int = 0) -> jax.Array:
+                 noise_node: jax.Array | None = None, action_groups: int = 0,
+                 null_action_only: bool = False) -> jax.Array:
         """Per-node code logits of the transition.
 
         Args:
@@ -437,6 +446,11 @@ class TransitionGNN(nn.Module):
             to every latent node.
           action_groups: 0, or G when the batch is G equal groups with group g under
             action g (the causal mode's layout; a faster, equal computation).
+          null_action_only: a promise that every action is ∅ and every mask 0 (the
+            standard mode and the identity graph). The ∅ heads are then all that the
+            mask selects, so only they are computed: the same logits and gradients
+            for half the work (XLA merges the two equal heads' forward passes, but
+            not their backward passes).
         Returns:
           logits: [B, N, K].
         """
@@ -466,7 +480,7 @@ class TransitionGNN(nn.Module):
                 self.hidden, self.num_actions, self.backend, self.root_weight,
                 name=f"gat_layer_{layer}",
             )(features, context_features, action, mask, adjacency, edge_weights, graph,
-              action_groups)
+              action_groups, null_action_only)
             features = nn.elu(features)
         logits = nn.Dense(self.num_codes, name="readout")(features)
         chex.assert_shape(logits, (batch, num_nodes, self.num_codes))

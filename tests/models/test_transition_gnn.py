@@ -271,3 +271,28 @@ def test_grouped_action_layout_computes_the_same_function(root_weight):
     np.testing.assert_allclose(grouped[0], per_example[0], rtol=1e-5)
     jax.tree.map(functools.partial(np.testing.assert_allclose, rtol=1e-4, atol=1e-5),
                  grouped[1], per_example[1])
+
+
+@pytest.mark.parametrize("backend", ["dense", "jraph"])
+def test_null_action_only_computes_the_same_function(inputs, params, backend):
+    """With every action ∅ and every mask 0 (standard mode), computing the ∅ head
+    alone gives the two-head path's logits and gradients."""
+    model = make_model(backend)
+    null_inputs = {**inputs, "action": jnp.full((BATCH,), ACTIONS, jnp.int32),
+                   "mask": jnp.zeros((BATCH, NODES), jnp.float32)}
+
+    def loss(params, features, null_action_only):
+        logits = model.apply({"params": params}, **{**null_inputs, "node_features": features},
+                             null_action_only=null_action_only)
+        return jnp.sum(jnp.sin(logits))
+
+    value_and_grad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)), static_argnums=2)
+    both_heads = value_and_grad(perturbed(params), null_inputs["node_features"], False)
+    null_head = value_and_grad(perturbed(params), null_inputs["node_features"], True)
+    np.testing.assert_allclose(null_head[0], both_heads[0], rtol=1e-6)
+    jax.tree.map(functools.partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-7),
+                 null_head[1], both_heads[1])
+    # The ∅ head is trained: its attention vector gets a gradient, no other head's does.
+    attention_grad = null_head[1][0]["gat_layer_0"]["attention_vector"]
+    assert float(jnp.abs(attention_grad[ACTIONS]).max()) > 0
+    assert float(jnp.abs(attention_grad[:ACTIONS]).max()) == 0

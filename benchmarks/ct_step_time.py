@@ -22,11 +22,20 @@ process so that its peak resident memory is its own. Per mode: the median second
 per step (compilation excluded), FLOPs per step from XLA's cost analysis (CT step,
 plus the encoder's for `encode`) and the achieved GFLOP/s.
 
+With --authors_repo (a checkout of Strong-AI-Lab/ct-vae) and --authors_python (an
+interpreter with PyTorch and torch-geometric; see benchmarks/authors_ct_step.py),
+the authors' own step runs right after ours in each mode, on the same machine, so
+that the two are timed in the same hour and their ratio is not a comparison across
+hosts:
+
+  python benchmarks/ct_step_time.py --steps=5 --paths=cache \
+      --authors_repo=/tmp/ct-vae --authors_python=/tmp/torchenv/bin/python
+
 The last line is JSON: {"standard": s, "action": s, "causal": s, "causal_peak_rss_gb":
 g} for the default path (cache), then "path", the other path's times under
-"encode", and "flops", "gflop_per_s", "cache_build_s".
-Reference (authors' PyTorch on the same 2-core CPU, encoder and decoder in every
-step): standard 2.66 s, action 2.25 s, causal 40.1 s, causal peak RSS 12.8 GB.
+"encode", and "flops", "gflop_per_s", "cache_build_s"; with the authors' code also
+"authors" ({mode: s, "causal_peak_rss_gb", "torch", "threads"}) and "speedup"
+({mode: their seconds / ours}).
 
 Why a causal step costs about 8 action steps: the work is the N²·H pair-MLP
 readouts (and, smaller, the GNN's attention). An action step evaluates two pair
@@ -213,9 +222,26 @@ def main():
                         help="images rendered and encoded to estimate the cache build (0: skip)")
     for name, value in SIZES.items():
         parser.add_argument(f"--{name}", type=cli.positive_int, default=value)
+    parser.add_argument("--authors_repo", type=Path, default=None,
+                        help="a checkout of Strong-AI-Lab/ct-vae: time their step too")
+    parser.add_argument("--authors_python", type=Path, default=None,
+                        help="the interpreter (with torch, torch-geometric) for their code")
+    parser.add_argument("--authors_steps", type=cli.positive_int, default=3,
+                        help="timed steps of their code per mode (their causal step is slow)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     records.add_record_flag(parser)
     args = parser.parse_args()
+    if (args.authors_repo is None) != (args.authors_python is None):
+        raise SystemExit("error: --authors_repo and --authors_python go together; give "
+                         "both to time the authors' step, or neither")
+    if args.authors_python is not None and not args.authors_python.is_file():
+        raise SystemExit(f"error: --authors_python={args.authors_python} does not exist; "
+                         "give the interpreter of a PyTorch environment")
+    changed = [name for name, value in SIZES.items() if getattr(args, name) != value]
+    if args.authors_repo is not None and changed:
+        raise SystemExit(f"error: the authors' step runs at their config's sizes, so "
+                         f"--{', --'.join(changed)} cannot change with --authors_repo; drop "
+                         "one or the other")
     recorder = records.script_recorder(args.record if not args.child else None)
     SIZES.update({name: getattr(args, name) for name in SIZES})
     if args.child:
@@ -239,11 +265,27 @@ def main():
             raise SystemExit(f"{name} failed:\n{run.stderr[-3000:]}")
         return json.loads(run.stdout.strip().splitlines()[-1])
 
+    def authors_step(mode: str) -> dict:
+        run = subprocess.run(
+            [str(args.authors_python), str(Path(__file__).with_name("authors_ct_step.py")),
+             f"--repo={args.authors_repo}", f"--mode={mode}", f"--steps={args.authors_steps}"],
+            capture_output=True, text=True,
+        )
+        if run.returncode:
+            last = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise SystemExit(f"error: the authors' {mode} step failed ({last}); see "
+                             "benchmarks/authors_ct_step.py for the environment it needs")
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
     results: dict[str, dict] = {}
+    authors: dict[str, dict] = {}
     for path in args.paths.split(","):
         for mode in args.modes.split(","):
             results[f"{mode}:{path}"] = child(f"{mode}:{path}")
             print(f"{mode} ({path}): {json.dumps(results[f'{mode}:{path}'])}", flush=True)
+            if args.authors_repo is not None and mode not in authors:
+                authors[mode] = authors_step(mode)
+                print(f"{mode} (authors' code): {json.dumps(authors[mode])}", flush=True)
     build = None
     if args.cache_sample > 0 and "cache" in args.paths:
         build = child("cache_build")
@@ -265,8 +307,17 @@ def main():
     summary["gflop_per_s"] = {key: round(r["gflop_per_s"], 2) for key, r in results.items()}
     if build is not None:
         summary["cache_build_s"] = round(build["build_s"], 1)
+    if authors:
+        summary["authors"] = {mode: round(run["median_s"], 3) for mode, run in authors.items()}
+        if "causal" in authors:
+            summary["authors"]["causal_peak_rss_gb"] = round(authors["causal"]["peak_rss_gb"], 2)
+        first = next(iter(authors.values()))
+        summary["authors"].update(torch=first["torch"], threads=first["threads"])
+        summary["speedup"] = {mode: round(authors[mode]["median_s"] / summary[mode], 1)
+                              for mode in modes}
     print(json.dumps(summary))
-    records.write_or_exit(recorder, {"summary": summary, "runs": results, "sizes": SIZES})
+    records.write_or_exit(recorder, {"summary": summary, "runs": results, "sizes": SIZES,
+                                     "authors_runs": authors})
 
 
 if __name__ == "__main__":

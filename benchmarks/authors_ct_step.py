@@ -70,6 +70,8 @@ def main():
     parser.add_argument("--mode", choices=sorted(MODES), required=True)
     parser.add_argument("--steps", type=int, default=5, help="timed steps after one untimed")
     args = parser.parse_args()
+    if args.steps < 1:
+        parser.error(f"--steps={args.steps} times nothing; give 1 or more")
     if not (args.repo / "models" / "ct_mcq_vae.py").is_file():
         raise SystemExit(f"error: {args.repo} is not a checkout of Strong-AI-Lab/ct-vae "
                          "(no models/ct_mcq_vae.py); pass --repo=<its clone>")

@@ -24,6 +24,7 @@ DATASETS: dict[str, DatasetEntry] = {
     "shapes3d_synth": DatasetEntry("shapes3d_synth", "Shapes3DSynth", False),
     "dsprites_synth": DatasetEntry("dsprites_synth", "DSpritesSynth", False),
     "cars3d_synth": DatasetEntry("cars3d_synth", "Cars3DSynth", False),
+    "sprites_synth": DatasetEntry("sprites_synth", "SpritesSynth", False),
     "pendulum": DatasetEntry("pendulum", "Pendulum", False),
     "flow": DatasetEntry("flow", "Flow", False),
     # real, read through TFDS (see causal_disent/data/tfds_datasets.py)

@@ -6,7 +6,8 @@ import pytest
 
 from causal_disent.data import describe, registry, show, splits, transitions
 
-PROCEDURAL = ("shapes3d_synth", "dsprites_synth", "cars3d_synth", "pendulum", "flow")
+PROCEDURAL = ("shapes3d_synth", "dsprites_synth", "cars3d_synth", "sprites_synth",
+              "pendulum", "flow")
 NUM_PAIRS = 4000
 
 

@@ -98,17 +98,6 @@ def test_default_workdir_names_config_and_variant():
     assert str(default_workdir("configs/ctvae_shapes3d.py")) == "workdirs/ctvae_shapes3d"
 
 
-def test_tiny_run_on_a_single_channel_dataset(tmp_path):
-    """Both stages on dsprites_synth (64x64x1, 10 actions) through its own config."""
-    config = str(REPO_ROOT / "configs" / "ctvae_dsprites_synth.py") + ":tiny"
-    result = run_cli(f"--config={config}", f"--workdir={tmp_path}", cwd=REPO_ROOT)
-    assert result.returncode == 0, result.stderr[-3000:]
-    results = json.loads((tmp_path / "results.json").read_text())
-    assert results["mcqvae"]["steps"] == 6 and results["ct"]["steps"] == 6
-    assert len(results["ct"]["per_action_accuracy"]) == 10
-    assert (tmp_path / "figures" / "ct_interventions.png").exists()
-
-
 def test_spent_time_budget_pauses_with_status_3(tmp_path):
     """A budget spent before training starts (0.06 s) pauses stage 1 at step 0,
     saving nothing; the status tells a shell loop to rerun."""

@@ -333,6 +333,7 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
          f"{minutes(now['wall_seconds'])} min, its first 10 shared with the test suite; "
          f"{min(map(_seed_minutes, now_pairs)):.0f}–{max(map(_seed_minutes, now_pairs)):.0f} "
          "min a seed, cores partly shared"],
+        _width_row(results, paper),
         [f"CT-VAE, the same, `:small` before {AUTHORS_ACTIVATIONS_COMMIT} (LeakyReLU inside "
          "the residual blocks, none after the 3×3 convolutions)",
          f"{mean_std([c['action_accuracy'] for c in cts])} / "
@@ -349,6 +350,19 @@ def headline_accuracy_rows(results: Results) -> list[list[str]]:
          f"{machine_name(gpus[0][2])}, "
          f"{', '.join(f'{minutes_:.1f}' for _, minutes_, _ in gpus)} min"],
     ]
+
+
+def _width_row(results: Results, paper: str) -> list[str]:
+    """Stage 2 at the authors' widths on one `:small` stage 1, over its seeds."""
+    runs = [results.record(name) for name in results.names("ct_width_small_*")]
+    cts = [run["figures"]["ct"] for run in runs]
+    minutes_ = [whole_run_minutes(run) for run in runs]
+    machines = ", ".join(sorted({machine_name(run["machine"]) for run in runs}))
+    return ["CT-VAE, the same, stage 2 at the authors' widths (pair MLP 800, GNN 100) on "
+            "`:small`'s stage 1",
+            f"{mean_std([c['action_accuracy'] for c in cts])} / "
+            f"{mean_std([c['factor_accuracy'] for c in cts])} ({len(cts)} seeds)",
+            paper, f"{machines}; stage 2 {min(minutes_):.0f}–{max(minutes_):.0f} min a seed"]
 
 
 def _headline_and_draws(ct: dict) -> str:

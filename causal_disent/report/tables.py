@@ -281,6 +281,20 @@ def records_index(results: Results) -> str:
                  rows)
 
 
+def factor_imbalance(results: Results) -> str:
+    """Each factor's share of the transition pairs per dataset, the paper's Figure 4
+    (causal_disent/data/imbalance.py): in the authors' draw, among the distinct pairs
+    of the training split, and in balanced batches."""
+    rows = []
+    for entry in results.record("factor_imbalance")["figures"]["datasets"]:
+        for factor in entry["factors"]:
+            rows.append([entry["dataset"], f"{factor['name']} ({factor['size']})",
+                         f"{factor['authors_share']:.3f}", f"{factor['grid_pairs']:,}",
+                         f"{factor['grid_share']:.3f}", f"{factor['balanced_share']:.3f}"])
+    return table(["dataset", "factor (values)", "authors' pairs: share",
+                  "distinct train pairs", "their share", "balanced batches: share"], rows)
+
+
 # The front page ------------------------------------------------------------------
 
 def headline(results: Results) -> str:
@@ -305,6 +319,8 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "ct_pair_mix": ct_tables.ct_pair_mix,
     "ct_action_mix_seeds": ct_tables.ct_action_mix_seeds,
     "ct_step_time": ct_tables.ct_step_time,
+    "ct_table1": ct_tables.ct_table1,
+    "factor_imbalance": factor_imbalance,
     "mcqvae_step_time": ct_tables.mcqvae_step_time,
     "consistency_shapes3d": vae_tables.consistency_shapes3d,
     "consistency_xvae_sampling": lambda results: vae_tables.consistency_shapes3d(

@@ -1,7 +1,5 @@
 r"""How a dataset's factors share its transition pairs: the CT-VAE paper's Figure 4.
-
-  python -m causal_disent.data.imbalance cars3d_synth shapes3d_synth sprites_synth \
-      dsprites_synth --record=results/factor_imbalance.json --figure=docs/factor_imbalance.png
+`benchmarks/factor_imbalance.py` records and draws it for named datasets.
 
 Gendron et al. ("Disentanglement of Latent Representations via Causal Interventions",
 IJCAI 2023, §4 and Figure 4) stress that their transition data is imbalanced: their
@@ -25,14 +23,11 @@ drawn, not from which exist.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-from causal_disent import cli
-from causal_disent.data import describe, registry, splits, transitions
+from causal_disent.data import describe, splits, transitions
 from causal_disent.utils import figures
 
 TRAIN_SPLIT = "train"
@@ -103,37 +98,3 @@ def draw_factor_shares(per_dataset: Sequence[dict]):
     figure.suptitle("How each factor shares the transition pairs (CT-VAE paper, Figure 4)",
                     fontsize=10)
     return figure
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    from causal_disent.runs import records
-
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("datasets", nargs="+",
-                        help=f"factor datasets, of: {', '.join(sorted(registry.DATASETS))}")
-    parser.add_argument("--data_dir", default=None, help="TFDS data dir (real datasets)")
-    parser.add_argument("--figure", default=None, metavar="PNG", help="also draw the bars")
-    records.add_record_flag(parser)
-    args = parser.parse_args(argv)
-    try:
-        recorder = records.Recorder("-m causal_disent.data.imbalance", args.record)
-    except records.RecordError as error:
-        raise SystemExit(f"error: {error}") from None
-    per_dataset = []
-    for name in args.datasets:
-        try:
-            dataset = registry.get_dataset(name, data_dir=args.data_dir)
-            if transitions.is_attribute_dataset(dataset):
-                raise ValueError(f"{name} has binary attributes, not a factor grid; "
-                                 "name factor datasets only")
-            per_dataset.append(factor_pair_shares(dataset))
-        except (ValueError, FileNotFoundError) as error:
-            raise SystemExit(f"error: {error}") from None
-    print(json.dumps(per_dataset, indent=1))
-    if args.figure:
-        print(f"figure: {figures.save_figure(draw_factor_shares(per_dataset), Path(args.figure))}")
-    records.write_or_exit(recorder, {"datasets": per_dataset})
-
-
-if __name__ == "__main__":
-    main()

@@ -283,7 +283,7 @@ def records_index(results: Results) -> str:
 
 def factor_imbalance(results: Results) -> str:
     """Each factor's share of the transition pairs per dataset, the paper's Figure 4
-    (causal_disent/data/imbalance.py): in the authors' draw, among the distinct pairs
+    (benchmarks/factor_imbalance.py): in the authors' draw, among the distinct pairs
     of the training split, and in balanced batches."""
     rows = []
     for entry in results.record("factor_imbalance")["figures"]["datasets"]:

@@ -1,6 +1,7 @@
 """The factor-imbalance figures (the CT-VAE paper's Figure 4): pair counts against a
 brute-force count, the authors' shares, and the command's record and figure."""
 
+import importlib
 import json
 
 import numpy as np
@@ -8,6 +9,8 @@ import pytest
 
 from causal_disent.data import imbalance
 from causal_disent.data.base import FactorDataset
+
+factor_imbalance = importlib.import_module("benchmarks.factor_imbalance")
 
 
 class SmallGrid(FactorDataset):
@@ -61,10 +64,10 @@ def test_a_full_training_split_counts_every_pair_of_the_grid():
 
 def test_the_command_records_and_draws(tmp_path, capsys):
     record, figure = tmp_path / "imbalance.json", tmp_path / "bars.png"
-    imbalance.main(["dsprites_synth", f"--record={record}", f"--figure={figure}"])
+    factor_imbalance.main(["dsprites_synth", f"--record={record}", f"--figure={figure}"])
     written = json.loads(record.read_text())["figures"]["datasets"]
     assert [f["name"] for f in written[0]["factors"]] == [
         "shape", "scale", "orientation", "x_position", "y_position"]
     assert figure.stat().st_size > 1000
     with pytest.raises(SystemExit, match="error: unknown dataset 'dsprite'"):
-        imbalance.main(["dsprite"])
+        factor_imbalance.main(["dsprite"])

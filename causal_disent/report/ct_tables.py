@@ -459,12 +459,6 @@ TABLE1_NAMES = {"cars3d": "Cars3D", "shapes3d": "Shapes3D", "sprites": "Sprites"
                 "dsprites": "dSprites"}
 
 
-def _table1_pairs(results: Results, record_name: str) -> list[tuple[dict, dict]] | None:
-    if record_name not in results.names(record_name):
-        return None
-    return _seed_runs(results.record(record_name))
-
-
 def _minutes_range(values: list[float]) -> str:
     low, high = min(values), max(values)
     return f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}–{high:.0f}"
@@ -480,11 +474,12 @@ def ct_table1(results: Results) -> str:
         paper = reference.CT_VAE_TABLE1[paper_name]
         paper_cell = f"{paper['accuracy'][0]:.2f} / {paper['accuracy'][1]:.2f}"
         title = f"{TABLE1_NAMES[paper_name]} (ours: {synth_name})"
-        pairs = _table1_pairs(results, record_name)
-        if not pairs:
+        if not results.names(record_name):  # not run yet
             rows.append([title, str(paper["actions"]), paper_cell, "not run yet", "", "",
                          "", "", ""])
             continue
+        record = results.record(record_name)
+        pairs = _seed_runs(record)
         cts = [_ct(stage_two) for _, stage_two in pairs]
         ours_factor[paper_name] = statistics.mean(c["factor_accuracy"] for c in cts)
         stage_one = [stage_seconds(one, "mcqvae") / 60 for one, _ in pairs]
@@ -498,7 +493,7 @@ def ct_table1(results: Results) -> str:
             f"{mean_std([c['draws']['factor_accuracy']['mean'] for c in cts])}",
             str(len(pairs)), mean_std(psnrs, 1) + " dB",
             f"{_minutes_range(stage_one)} / {_minutes_range(stage_two)}",
-            runs_machine(results.record(record_name))])
+            runs_machine(record)])
     paper_order = sorted(reference.CT_VAE_TABLE1,
                          key=lambda name: -reference.CT_VAE_TABLE1[name]["accuracy"][1])
     ours_order = sorted(ours_factor, key=lambda name: -ours_factor[name])

@@ -14,9 +14,10 @@ ellipses, thick segments and pixel lists; nothing is taken from the LPC sheets.
 Pixel grid: rows grow downward, pixel (row, col) has its centre at (row, col),
 and every shape is rasterised at native resolution (a pixel is in a shape when
 its centre is), so edges are hard and the image uses a small fixed palette.
-The background is plain white, BACKGROUND = (255, 255, 255) (the colour of the
-real Sprites background could not be checked here; white matches this library's
-Cars3D stand-in), and no figure colour equals it. The figure stands centred,
+The background is plain black, BACKGROUND = (0, 0, 0), and no figure colour equals
+it: on images that are mostly white the CT-VAE configs' MCQ-VAE collapses to one
+code (docs/datasets.md, "Why the stand-ins' backgrounds are black"; the colour of
+the real Sprites background could not be checked here). The figure stands centred,
 soles on row 57 (SOLE_ROW) in every image: 45 px from the crown to the soles and
 47-50 px with the hair, 14 px wide in side views to 30 px with an arm held out
 (22 px standing in the front view), weapon not counted. Everything, outline and
@@ -103,7 +104,7 @@ VIEW_NAMES = ("up", "left", "down", "right")
 VIEW_UP, VIEW_LEFT, VIEW_DOWN, VIEW_RIGHT = range(4)
 
 IMAGE_SIZE = 64
-BACKGROUND = (255, 255, 255)
+BACKGROUND = (0, 0, 0)
 
 # Inclusive row ranges outside which an attribute never changes a pixel (the
 # part's own rows, widened by one for its rims and the outline around it).

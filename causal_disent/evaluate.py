@@ -35,6 +35,8 @@ _MODEL = flags.DEFINE_enum(
 _DATASET = flags.DEFINE_string(
     "dataset", None, "Dataset name (identity / random; default: the run's).")
 _DATA_DIR = flags.DEFINE_string("data_dir", "", "Where real (TFDS) datasets are read from.")
+_DATA_PATH = flags.DEFINE_string("data_path", "", "--dataset=files: the file or folder of "
+                                 "one's own dataset (docs/own_data.md).")
 _METRICS = flags.DEFINE_string("metrics", "all", "'all' or a comma-separated list.")
 _REPRESENTATION = flags.DEFINE_string(
     "representation", "default", "A trained run's representation: default, a name, or all.")
@@ -154,13 +156,14 @@ def build_card() -> tuple[dict, Path]:
                 raise ValueError(f"--{flag} chooses what of a trained run is scored; "
                                  f"--model={_MODEL.value} scores the dataset's factors: "
                                  f"drop --{flag}")
-        dataset_name = _DATASET.value
-        if dataset_name is None and workdir is not None:
-            dataset_name = trained_runs.load_config(workdir).data.name
-        if dataset_name is None:
+        if _DATASET.value is None and workdir is not None:
+            dataset = registry.dataset_from_config(trained_runs.load_config(workdir).data)
+        elif _DATASET.value is None:
             raise ValueError(f"--model={_MODEL.value} needs --dataset=NAME (one of "
                              f"{', '.join(registry.DATASETS)})")
-        dataset = registry.get_dataset(dataset_name, _DATA_DIR.value or None)
+        else:
+            dataset = registry.get_dataset(_DATASET.value, _DATA_DIR.value or None,
+                                           path=_DATA_PATH.value or None)
         no_grid = cards.factor_grid_missing(dataset)
         if no_grid:
             raise ValueError(f"--model={_MODEL.value} is built from ground-truth factors: "
@@ -170,6 +173,12 @@ def build_card() -> tuple[dict, Path]:
         scored = {rep.name: rep}
     result["dataset"] = dataset.name
     result["representations"] = {}
+    if scored:
+        all_names = names
+        names = cards.metrics_for(dataset, names, _METRICS.value.strip() == "all")
+        if skipped := [name for name in all_names if name not in names]:
+            result["metrics_not_run"] = cards.grid_metrics_refused(dataset, skipped)
+            _progress(f"not run: {result['metrics_not_run']}")
     for name, rep in scored.items():
         # Progress on stderr (stdout holds the card when it cannot be written): on a CPU
         # a card can take minutes, most of them DCI's boosted trees.

@@ -42,6 +42,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config.data = ml_collections.ConfigDict()
     config.data.name = "dsprites_synth"
     config.data.data_dir = ""  # procedural: unused
+    # data.name=files: the file or folder of one's own dataset (docs/own_data.md).
+    config.data.path = ""
     config.data.split_seed = 0
     # The study trains on every image; a held-out tenth scores the reconstructions.
     config.data.split_fractions = (0.9, 0.0, 0.1)  # train, validation, test

@@ -73,6 +73,8 @@ def base_config(dataset_name: str) -> ml_collections.ConfigDict:
     config.data = ml_collections.ConfigDict()
     config.data.name = dataset_name
     config.data.data_dir = ""
+    # data.name=files: the file or folder of one's own dataset (docs/own_data.md).
+    config.data.path = ""
     # Unused by Pendulum and Flow, whose published train/test split is used; kept
     # for datasets without one.
     config.data.split_seed = 0

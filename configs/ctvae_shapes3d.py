@@ -50,6 +50,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Where real (TFDS) datasets are read from; "" = TFDS's default. Procedural
     # datasets ignore it.
     config.data.data_dir = ""
+    # data.name=files: the file or folder of one's own dataset (docs/own_data.md).
+    config.data.path = ""
     # Image-level split shared by every stage (a transition pair lives in one split).
     config.data.split_seed = 0
     config.data.split_fractions = (0.7, 0.15, 0.15)  # train, validation, test

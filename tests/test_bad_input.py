@@ -13,7 +13,9 @@ import pytest
 from PIL import Image
 
 from causal_disent.runs.config_file import write_config
+from tests import own_data_fixtures
 from tests.helpers import REPO_ROOT, tiny_config
+from tests.own_data_fixtures import write_image_folder, write_npz
 
 CT = "--config=configs/ctvae_shapes3d.py:tiny"
 VAE = "--config=configs/betavae_dsprites_synth.py:tiny"
@@ -40,7 +42,8 @@ def slurm_task(process_id: int) -> dict:
 # added, or with its vae.optim section taken out),
 # outside_a_pod/ (a `kubernetes` package whose pod has no service account) and {run},
 # the workdir of a tiny CT-VAE run that never trained: config.json alone; {started}: the
-# same with a checkpoint folder of stage 1), error
+# same with a checkpoint folder of stage 1; {own}: datasets of one's own with bad input,
+# written by tests/own_data_fixtures.py), error
 # regex[, environment variables to set, {tmp} as above])
 CASES = [
     ("missing config file", MAIN, ["--config=configs/nope.py", "--workdir={w}"],
@@ -287,6 +290,25 @@ CASES = [
      ["--workdir={run}"],
      r"^error: the environment variable JAX_ENABLE_X64='maybe' is not a value JAX accepts",
      {"JAX_ENABLE_X64": "maybe"}),
+    ("one's own data at a path that does not exist", MAIN,
+     [CT, "--workdir={w}", "--config.data.name=files", "--config.data.path={tmp}/absent.npz"],
+     r"^error: .*absent.npz: no such file or folder \(the files dataset's path\)$"),
+    ("one's own images and factors of different lengths", MAIN,
+     [VAE, "--workdir={w}", "--config.data.name=files", "--config.data.path={own}/lengths.npz"],
+     r"^error: files: 256 images but 255 rows of factors; give one row of factors per image$"),
+    ("one's own folder of images of different sizes", MAIN,
+     [VAE, "--workdir={w}", "--config.data.name=files", "--config.data.path={own}/mixed"],
+     r"^error: .*mixed: images of different sizes: img_0000.png is 64x64 and img_0005.png "
+     r"is 32x32 \(width x height\); resize them to one size first$"),
+    ("CT-VAE on one's own factors that do not fill a grid", MAIN,
+     [CT, "--workdir={w}", "--config.data.name=files", "--config.data.path={own}/partial.npz"],
+     r"^error: CT-VAE learns from pairs of images one factor step apart, drawn from a full "
+     r"factor grid, and files has none \(the labels hold 200 of the 256 combinations of "
+     r"the 4x8x8 grid\); list its transition pairs"),
+    ("a negative commitment cost", MAIN,
+     [CT, "--workdir={w}", "--config.mcqvae.model.commitment_cost=-0.25"],
+     r"^error: mcqvae.model.commitment_cost must be a finite number >= 0 \(a loss weight\), "
+     r"got -0.25$"),
     ("the report with an unknown flag", "causal_disent.report", ["--check"],
      r"^error: unrecognized arguments: --check \(see --help\)$"),
     ("scoring more samples than the host holds", "causal_disent.evaluate",
@@ -334,9 +356,17 @@ def run_case(case, root):
     write_config(folder / "started", tiny_config())  # a run that has begun
     (folder / "outside_a_pod" / "kubernetes").mkdir(parents=True)
     (folder / "outside_a_pod" / "kubernetes" / "__init__.py").write_text(_OUTSIDE_A_POD)
+    own = folder / "own"  # datasets of one's own, written for the cases that read them
+    if any("{own}" in argument for argument in arguments):
+        own.mkdir()
+        arrays = own_data_fixtures.grid_arrays()
+        write_npz(own / "lengths.npz", factors=arrays["factors"][:255])
+        write_npz(own / "partial.npz", images=arrays["images"][:200],
+                  factors=arrays["factors"][:200], labels=arrays["labels"][:200])
+        write_image_folder(own / "mixed", count=6, sizes_differ=True)
     before = sorted(folder.rglob("*"))
     args = [a.format(w=folder / "workdir", tmp=folder, run=folder / "run",
-                     started=folder / "started")
+                     started=folder / "started", own=own)
             for a in arguments]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "JAX_PLATFORMS": "cpu",
            **{name: value.format(tmp=folder)

@@ -41,7 +41,8 @@ def real_dataset_stand_in(name: str):
     transitions: the factor grid of the dataset's class, or CelebA's 202 599 images."""
     dataset_class = registry.dataset_class(name)
     if not registry.DATASETS[name].factor_grid:
-        return types.SimpleNamespace(num_images=202_599)
+        return types.SimpleNamespace(num_images=202_599,
+                                     attribute_names=dataset_class.attribute_names)
     grid = {field: getattr(dataset_class, field)
             for field in ("factor_names", "factor_sizes", "factor_values", "nuisance_factors")}
     return type(f"{dataset_class.__name__}StandIn", (FactorDataset,), grid)()

@@ -140,12 +140,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="nearest magnification (default: about 128 pixels an image)")
     parser.add_argument("--max_columns", type=cli.positive_int, default=16)
     parser.add_argument("--data_dir", default=None, help="TFDS data dir (real datasets)")
+    parser.add_argument("--path", default=None,
+                        help="files: the file or folder of one's own dataset")
     args = parser.parse_args(argv)
     out = Path(args.out or f"{args.dataset}.png")
     if out.suffix.lower() != ".png":
         raise SystemExit(f"error: --out {out} must name a .png file")
     try:
-        dataset = registry.get_dataset(args.dataset, data_dir=args.data_dir)
+        dataset = registry.get_dataset(args.dataset, data_dir=args.data_dir, path=args.path)
         base = _base_factors(args.base_factors)
         figure, _ = draw_contact_sheet(dataset, base, args.upscale, args.max_columns)
     except (ValueError, FileNotFoundError) as error:

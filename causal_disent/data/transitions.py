@@ -124,6 +124,28 @@ def is_attribute_dataset(dataset) -> bool:
     return not hasattr(dataset, "factor_sizes") and hasattr(dataset, "attribute_names")
 
 
+def pair_list_of(dataset):
+    """The explicit transition pairs a dataset brings (own_data.TransitionPairs), or None."""
+    return getattr(dataset, "transition_pairs", None)
+
+
+def moves_along_grid(dataset) -> bool:
+    """Whether the dataset's transitions are one step along its factor grid (neither
+    attribute pairs nor explicit pairs)."""
+    return not is_attribute_dataset(dataset) and pair_list_of(dataset) is None
+
+
+def grid_transitions_missing(dataset) -> str | None:
+    """Why CT-VAE cannot draw transitions from `dataset`, or None when it can: pairs
+    one step apart need a full factor grid unless the dataset lists its pairs."""
+    if not moves_along_grid(dataset) or getattr(dataset, "full_grid", True):
+        return None
+    return (f"CT-VAE learns from pairs of images one factor step apart, drawn from a full "
+            f"factor grid, and {dataset.name} has none ({dataset.grid_note}); list its "
+            f"transition pairs (pairs.csv, or pair_x / pair_y / pair_action arrays: "
+            f"docs/own_data.md) or give factor labels that fill the grid")
+
+
 def action_factor_indices(dataset) -> tuple[int, ...]:
     """The factors that actions move, in order: every factor but the dataset's
     `nuisance_factors` (e.g. SmallNORB's instance), which transitions keep fixed."""
@@ -135,6 +157,8 @@ def dataset_action_names(dataset) -> list[str]:
     """`action_names` of the factors (or attributes) that actions move."""
     if is_attribute_dataset(dataset):
         return action_names(dataset.attribute_names[:NUM_ACTION_ATTRIBUTES])
+    if pair_list_of(dataset) is not None:
+        return action_names(pair_list_of(dataset).variable_names)
     return action_names([dataset.factor_names[f] for f in action_factor_indices(dataset)])
 
 
@@ -146,12 +170,17 @@ def sampler_for(dataset, split: Mapping[str, np.ndarray], seed: int,
                 action_mix: str = "balanced"):
     """The transition sampler that fits the dataset: factor grid or attributes, its
     training batches' actions drawn in `action_mix` (`ACTION_MIXES`)."""
-    if is_attribute_dataset(dataset):
+    if not moves_along_grid(dataset):
         if action_mix != "balanced":
             raise ValueError(
                 f"ct.objective.action_mix={action_mix!r} weighs the factors of a factor "
-                f"grid, and this dataset has attributes: use action_mix='balanced'")
+                f"grid, and this dataset's pairs are not drawn from one: use "
+                f"action_mix='balanced'")
+        if pair_list_of(dataset) is not None:
+            return PairListSampler(pair_list_of(dataset), split, seed)
         return AttributeTransitionSampler(dataset, split, seed)
+    if reason := grid_transitions_missing(dataset):
+        raise ValueError(reason)
     return TransitionSampler(dataset, split, seed, action_mix)
 
 
@@ -551,6 +580,66 @@ class AttributeTransitionSampler(_SeededBatches):
             self._attributes, rng, int(n), NUM_ACTION_ATTRIBUTES, candidates=self._split[split_name]
         )
         return {"x_index": x, "y_index": y, "action": action}
+
+
+class PairListSampler(_SeededBatches):
+    """Transitions drawn from a dataset's explicit pairs (own_data.TransitionPairs).
+
+    A pair belongs to the split its `split` names when the pairs carry one, else to
+    the split holding both its images (a pair across splits is in none). The action
+    is drawn uniformly among those with a pair in the split, then the pair uniformly
+    among that action's pairs.
+
+    Args:
+      pairs: TransitionPairs over the dataset's image indices.
+      split: {split name: 1-D image indices}; a split's id is its position.
+      seed: non-negative integer.
+    """
+
+    def __init__(self, pairs, split: Mapping[str, np.ndarray], seed: int) -> None:
+        if not _is_int(seed) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self.seed = int(seed)
+        self.num_factors = len(pairs.variable_names)
+        self.num_actions = pairs.num_actions
+        self.split_names = tuple(split)
+        self._split_ids = {name: i for i, name in enumerate(self.split_names)}
+        self._pairs = pairs
+        if pairs.split is not None:
+            members = {name: np.flatnonzero(pairs.split == name) for name in self.split_names}
+        else:
+            where = np.full(int(max(pairs.x_index.max(), pairs.y_index.max())) + 1, -1, np.int64)
+            for split_id, indices in enumerate(split.values()):
+                indices = np.asarray(indices, np.int64)
+                where[indices[indices < len(where)]] = split_id
+            inside = where[pairs.x_index] == where[pairs.y_index]
+            members = {name: np.flatnonzero(inside & (where[pairs.x_index] == split_id))
+                       for split_id, name in enumerate(self.split_names)}
+        # Per split, per action: the pair numbers.
+        self._by_action = {name: [rows[pairs.action[rows] == a] for a in range(self.num_actions)]
+                           for name, rows in members.items()}
+
+    def pair_counts(self, split_name: str) -> np.ndarray:
+        """Number of listed pairs of each action in a split: int64 [A]."""
+        self._split_id(split_name)
+        return np.array([len(rows) for rows in self._by_action[split_name]], np.int64)
+
+    def sample(self, split_name: str, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        """n pairs of `split_name`: {"x_index", "y_index": int64 [n], "action": int32 [n]}."""
+        self._split_id(split_name)
+        if not _is_int(n) or n < 0:
+            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        counts = self.pair_counts(split_name)
+        possible = np.flatnonzero(counts)
+        if not len(possible):
+            raise ValueError(f"no listed pair has both images in the {split_name!r} split")
+        actions = rng.choice(possible, size=int(n)).astype(np.int32)
+        chosen = np.empty(int(n), np.int64)
+        for action in np.unique(actions):
+            slots = np.flatnonzero(actions == action)
+            chosen[slots] = rng.choice(self._by_action[split_name][action], size=len(slots))
+        return {"x_index": self._pairs.x_index[chosen], "y_index": self._pairs.y_index[chosen],
+                "action": actions}
 
 
 # --------------------------------------------------------------------------- #

@@ -53,10 +53,42 @@ def factor_grid_missing(dataset) -> str | None:
     vectors from a grid of ground-truth factors, which CelebA (binary attributes)
     does not have."""
     if hasattr(dataset, "factor_sizes"):
+        if getattr(dataset, "num_factors", 1) == 0:
+            return (f"{dataset.name} has no factor labels, and the disentanglement metrics "
+                    f"score a representation against factors; give factor labels "
+                    f"(docs/own_data.md)")
         return None
     return (f"{dataset.name} has binary attributes, not a grid of ground-truth factors, "
             f"and the disentanglement metrics draw factor vectors from such a grid; "
             f"score a run on a dataset with factors (e.g. dsprites_synth)")
+
+
+def grid_metrics_refused(dataset, metric_names: list[str]) -> str | None:
+    """Why some of `metric_names` cannot score `dataset`, or None: betavae and
+    factorvae set one factor's value across otherwise random draws, which needs an
+    image for every combination of the factors (a labelled dataset of one's own may
+    not have one)."""
+    if getattr(dataset, "full_grid", True):
+        return None
+    needing = [name for name in metric_names if METRICS[name].needs_full_grid]
+    if not needing:
+        return None
+    others = [name for name in METRICS if not METRICS[name].needs_full_grid]
+    return (f"{' and '.join(needing)} set one factor's value across otherwise random draws, "
+            f"so every combination of the factors needs an image, and {dataset.name}'s "
+            f"labels do not fill the grid ({dataset.grid_note}); score it with "
+            f"--metrics={','.join(others)}, or give labels on a full grid")
+
+
+def metrics_for(dataset, metric_names: list[str], asked_for_all: bool) -> list[str]:
+    """`metric_names` when they can all score `dataset`; for "all", those that can
+    (ValueError naming the others when they were asked for by name)."""
+    if asked_for_all:
+        return [name for name in metric_names
+                if getattr(dataset, "full_grid", True) or not METRICS[name].needs_full_grid]
+    if reason := grid_metrics_refused(dataset, metric_names):
+        raise ValueError(reason)
+    return metric_names
 
 
 def metric_card(dataset, representation, metric_names: list[str], num_samples: int = 10_000,
@@ -73,7 +105,7 @@ def metric_card(dataset, representation, metric_names: list[str], num_samples: i
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) \
             or num_samples < 2:
         raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
-    if reason := factor_grid_missing(dataset):
+    if reason := factor_grid_missing(dataset) or grid_metrics_refused(dataset, metric_names):
         raise ValueError(reason)
     check_samples_fit(dataset, representation, int(num_samples), metric_names)
     scored = scored_factor_indices(dataset)

@@ -96,6 +96,7 @@ def evaluate(*, model, params, dataset, indices, labels, mesh, batch_size,
              graph_threshold: float, dag_c: float) -> dict:
     """MIC/TIC, reconstruction errors and (with a learned A) the graph scores."""
     scored = concept_codes_and_errors(model, params, dataset, indices, mesh, batch_size)
+    true_graph = getattr(dataset, "causal_graph", None)
     results = {
         "variant": model.variant,
         "num_images": int(len(indices)),
@@ -104,7 +105,8 @@ def evaluate(*, model, params, dataset, indices, labels, mesh, batch_size,
         **mic.concept_mic_tic(scored["concept_codes"], labels),
         "test_bce": scored["test_bce"],
         "test_mse": scored["test_mse"],
-        "true_graph": np.asarray(dataset.causal_graph).tolist(),
+        # None for one's own data without a known graph: no SHD then.
+        "true_graph": None if true_graph is None else np.asarray(true_graph).tolist(),
         "graph_threshold": graph_threshold,
         "shd": None,
         "learned_adjacency": None,
@@ -117,12 +119,13 @@ def evaluate(*, model, params, dataset, indices, labels, mesh, batch_size,
         results.update(
             learned_adjacency=adjacency.round(4).tolist(),
             learned_graph=learned.tolist(),
-            shd=graphs.structural_hamming_distance(adjacency, dataset.causal_graph,
-                                                   graph_threshold),
             is_acyclic=discovery_graphs.is_acyclic(adjacency, graph_threshold),
             dag_constraint=float(cv.dag_constraint(jnp.asarray(adjacency, jnp.float32), dag_c)),
-            **graph_report(learned, dataset.causal_graph),
         )
+        if true_graph is not None:
+            results.update(
+                shd=graphs.structural_hamming_distance(adjacency, true_graph, graph_threshold),
+                **graph_report(learned, true_graph))
     return results
 
 

@@ -235,7 +235,7 @@ def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, me
     results.update(retrieval_scores(model, params, codes["x"], codes["y"], pairs["action"],
                                     mesh, batch_size, rng, headline=headline,
                                     num_draws=num_draws))
-    if not transitions.is_attribute_dataset(dataset):
+    if transitions.moves_along_grid(dataset):
         sizes = [dataset.factor_sizes[f] for f in transitions.action_factor_indices(dataset)]
         results["authors_pair_mix"] = pair_mix_scores(results, sizes)
     results.update(_transition_scores(model.with_structure(headline), params, mcqvae,
@@ -334,8 +334,9 @@ def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, rng,
 def intervention_start(dataset, split) -> tuple[int, str]:
     """The dataset index the iterated interventions start from, and its description:
     the image with every factor at the middle of its range, so that both directions
-    of every action have room to move (attribute datasets: the first test image)."""
-    if transitions.is_attribute_dataset(dataset):
+    of every action have room to move (attribute datasets and explicit pairs: the
+    first test image)."""
+    if not transitions.moves_along_grid(dataset):
         index = int(split["test"][0])
         return index, f"test image {index}"
     middle = np.array([size // 2 for size in dataset.factor_sizes])[None]

@@ -71,5 +71,14 @@ def _shown(value, other) -> str:
     return repr(value)
 
 
+# Fields added after runs were made, with the value their absence from an older
+# config.json stands for (so that such a run still resumes and groups).
+LATER_FIELDS = {("data", "path"): ""}
+
+
 def _as_json(config: ml_collections.ConfigDict) -> dict:
-    return json.loads(config.to_json_best_effort())
+    values = json.loads(config.to_json_best_effort())
+    for (section, field), default in LATER_FIELDS.items():
+        if isinstance(values.get(section), dict):
+            values[section].setdefault(field, default)
+    return values

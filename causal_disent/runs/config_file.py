@@ -10,8 +10,10 @@ import ml_collections
 from causal_disent.utils import json_values
 
 
-# Config fields that name directories (a path or a sequence of paths; "" = unset).
-PATH_FIELDS = ("data.data_dir", "ct.mcqvae_workdir", "causalvae.train.compare_workdirs")
+# Config fields that name files or directories (a path or a sequence of paths;
+# "" = unset).
+PATH_FIELDS = ("data.data_dir", "data.path", "ct.mcqvae_workdir",
+               "causalvae.train.compare_workdirs")
 
 
 class RunConfigError(ValueError):

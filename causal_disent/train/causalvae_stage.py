@@ -65,13 +65,15 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     if getattr(dataset, "label_names", None) is None:
         raise ValueError(
             f"dataset {config.data.name!r} has no concept labels; CausalVAE needs a "
-            f"labelled dataset such as 'pendulum' or 'flow'"
+            f"labelled dataset such as 'pendulum' or 'flow', or one's own with concept "
+            f"labels (docs/own_data.md)"
         )
     if len(dataset.label_names) != model.num_concepts:
         raise ValueError(
             f"causalvae.model.num_concepts = {model.num_concepts} but dataset "
             f"{config.data.name!r} has {len(dataset.label_names)} labels "
-            f"{tuple(dataset.label_names)}: one concept per label"
+            f"{tuple(dataset.label_names)}: one concept per label "
+            f"(--config.causalvae.model.num_concepts={len(dataset.label_names)})"
         )
     if optim.learning_rate <= 0:
         raise ValueError("causalvae.optim.learning_rate must be positive, got "

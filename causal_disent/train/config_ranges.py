@@ -36,13 +36,33 @@ _RULES = {
 }
 
 
+# The weights of loss terms and the VQ commitment cost, wherever they sit: a negative
+# one turns its term into a reward that training maximises (a negative commitment
+# cost trained to the end with exit status 0), a non-finite one makes every loss NaN.
+LOSS_WEIGHT_FIELDS = frozenset({
+    "beta", "gamma", "c_max", "commitment_cost", "graph_kl", "lambda_d_factor", "lambda_od"})
+_LOSS_WEIGHT_RULE = (lambda v: _is_number(v) and math.isfinite(v) and v >= 0,
+                     "a finite number >= 0 (a loss weight)")
+
+
 def check_ranges(config: ml_collections.ConfigDict) -> None:
     """Raises ValueError naming the first field (by its full path) whose value is
     out of range, with what it must be."""
     for path, value in _fields(config):
         rule = _RULES.get(path.rsplit(".", 1)[-1])
+        if rule is None and is_loss_weight(path) and not isinstance(value, bool):
+            rule = _LOSS_WEIGHT_RULE
         if rule is not None and not rule[0](value):
             raise ValueError(f"{path} must be {rule[1]}, got {value!r}")
+
+
+def is_loss_weight(path: str) -> bool:
+    """Whether the dotted field `path` weighs a loss term: a LOSS_WEIGHT_FIELDS name,
+    a name ending in `_weight`, or any field of a `weights` section (flags, such as
+    the GNN's `root_weight`, are switches, not weights)."""
+    parts = path.split(".")
+    return (parts[-1] in LOSS_WEIGHT_FIELDS or parts[-1].endswith("_weight")
+            or (len(parts) > 1 and parts[-2] == "weights"))
 
 
 def _fields(node, prefix: str = ""):

@@ -58,6 +58,13 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
         raise ValueError(f"ct.objective.action_mix={action_mix!r} weighs the factors of a "
                          f"factor grid, and {config.data.name} has attributes: use "
                          f"--config.ct.objective.action_mix=balanced")
+    dataset = registry.dataset_from_config(config.data)
+    if action_mix != "balanced" and not transitions.moves_along_grid(dataset):
+        raise ValueError(f"ct.objective.action_mix={action_mix!r} weighs the factors of a "
+                         f"factor grid, and {config.data.name}'s pairs are listed: use "
+                         f"--config.ct.objective.action_mix=balanced")
+    if reason := transitions.grid_transitions_missing(dataset):
+        raise ValueError(reason)
     if not 0.0 <= objective.get("structure_noise_final", 1.0) <= 1.0:
         raise ValueError(
             f"ct.objective.structure_noise_final must be in [0, 1] (1: the paper's "
@@ -84,15 +91,29 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     # Stage 1 must exist already unless this run trains it first.
     if "mcqvae" not in config.stages or config.ct.mcqvae_workdir:
         mcqvae_run.check_trained(config, ct_run.mcqvae_workdir(config, workdir))
-    if dataset_entry and dataset_entry.factor_grid:  # attribute pairs: drawn from labels
-        check_every_action_has_pairs(config)
+    if transitions.moves_along_grid(dataset):  # attribute pairs: drawn from labels
+        check_every_action_has_pairs(config, dataset)
+    elif transitions.pair_list_of(dataset) is not None:
+        check_listed_pairs_in_splits(config, dataset)
 
 
-def check_every_action_has_pairs(config: ml_collections.ConfigDict) -> None:
+def check_listed_pairs_in_splits(config: ml_collections.ConfigDict, dataset) -> None:
+    """ValueError when the train or test split holds none of a dataset's listed pairs."""
+    split = splits.configured_split(dataset, config.data)
+    sampler = transitions.sampler_for(dataset, split, config.seed)
+    for split_name in ("train", "test"):
+        if sampler.pair_counts(split_name).sum() == 0:
+            raise ValueError(
+                f"none of {config.data.name}'s {len(dataset.transition_pairs.action)} listed "
+                f"pairs falls in its {split_name} split (a pair without a `split` belongs "
+                f"to the split that holds both its images): give the pairs a split column, "
+                f"or more pairs")
+
+
+def check_every_action_has_pairs(config: ml_collections.ConfigDict, dataset) -> None:
     """ValueError when an action relates no two images of the train or test split (a
     dataset whose split is not a full factor grid, e.g. Pendulum's published one, or
     a split too small): found before stage 1 trains, not after."""
-    dataset = registry.dataset_from_config(config.data)
     split = splits.configured_split(dataset, config.data)
     sampler = transitions.TransitionSampler(dataset, split, config.seed)
     names = transitions.dataset_action_names(dataset)

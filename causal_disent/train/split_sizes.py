@@ -53,7 +53,8 @@ def check_split_sizes(config: ml_collections.ConfigDict, dataset) -> None:
             raise ValueError(
                 f"{stage}.train.code_cache_batch_size = {cache_batch_size} is more than the "
                 f"{dataset.num_images} images of {config.data.name}, which the code cache "
-                f"encodes; lower it")
+                f"encodes; lower it (e.g. --config.{stage}.train.code_cache_batch_size="
+                f"{dataset.num_images})")
 
 
 def check_curve_sizes(config: ml_collections.ConfigDict) -> None:

@@ -107,4 +107,5 @@ def betavae(dataset: FactorDataset, representation_fn: RepresentationFn, rng: np
 CARD_ENTRY = CardEntry(
     "betavae", betavae, lambda n: {"num_train": n, "num_eval": n // 2, "batch_size": 64},
     headline=("eval_accuracy",), notes={"classifier": LOGISTIC_REGRESSION_NOTE},
-    sample_copies=3.5)  # 2.8 at 100 000 points, 2.1 of 32 codes
+    sample_copies=3.5,  # 2.8 at 100 000 points, 2.1 of 32 codes
+    needs_full_grid=True)

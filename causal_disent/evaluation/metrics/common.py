@@ -71,6 +71,9 @@ class CardEntry:
     notes: dict
     headline: tuple[str, ...]
     sample_copies: float
+    # Sets one factor's value across otherwise random draws, so every combination of
+    # the factors needs an image (one's own labels may not fill the grid).
+    needs_full_grid: bool = False
 
 
 # --------------------------------------------------------------------------- #

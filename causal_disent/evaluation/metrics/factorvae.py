@@ -160,4 +160,5 @@ def _card_parameters(num_samples: int) -> dict:
 CARD_ENTRY = CardEntry(
     "factorvae", factorvae, _card_parameters, headline=("eval_accuracy",),
     sample_copies=2.5,  # 1.9 at 100 000 points, with 32 codes too
+    needs_full_grid=True,
     notes={"classifier": "majority vote of argmin local/global variance per batch"})

@@ -561,9 +561,7 @@ class AttributeTransitionSampler(_SeededBatches):
     """
 
     def __init__(self, dataset, split: Mapping[str, np.ndarray], seed: int) -> None:
-        if not _is_int(seed) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        self.seed = int(seed)
+        self.seed = _checked_seed(seed)
         self.num_factors = NUM_ACTION_ATTRIBUTES
         self.num_actions = 2 * NUM_ACTION_ATTRIBUTES
         self.split_names = tuple(split)
@@ -597,9 +595,7 @@ class PairListSampler(_SeededBatches):
     """
 
     def __init__(self, pairs, split: Mapping[str, np.ndarray], seed: int) -> None:
-        if not _is_int(seed) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        self.seed = int(seed)
+        self.seed = _checked_seed(seed)
         self.num_factors = len(pairs.variable_names)
         self.num_actions = pairs.num_actions
         self.split_names = tuple(split)
@@ -645,6 +641,12 @@ class PairListSampler(_SeededBatches):
 # --------------------------------------------------------------------------- #
 # Helpers
 # --------------------------------------------------------------------------- #
+def _checked_seed(seed) -> int:
+    if not _is_int(seed) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
 def _check_num_factors(num_factors: int) -> int:
     if not _is_int(num_factors) or num_factors < 1:
         raise ValueError(f"num_factors must be a positive integer, got {num_factors!r}")

@@ -223,3 +223,22 @@ def test_negative_or_non_finite_loss_weights_are_refused(field, value):
     with pytest.raises(ValueError, match=rf"{field} must be a finite number >= 0 \(a loss "
                                          rf"weight\), got {value!r}"):
         config_ranges.check_ranges(config)
+
+
+def test_pairs_in_an_npz_are_read_with_their_variables_and_splits(tmp_path):
+    path = write_npz(tmp_path / "pairs.npz", pair_x=np.array([0, 5, 9]),
+                     pair_y=np.array([1, 6, 8]), pair_action=np.array([0, 4, 2]),
+                     pair_variables=np.array(["colour", "row", "column"]),
+                     pair_split=np.array(["train", "test", "train"]))
+    own = own_files.open_files_dataset(str(path))
+    pairs = own.transition_pairs
+    assert pairs.variable_names == FACTOR_NAMES and pairs.num_actions == 6
+    assert pairs.split.tolist() == ["train", "test", "train"]
+    # Rows are mapped to the grid's indices, as the images are.
+    np.testing.assert_array_equal(own.images(pairs.x_index), grid_arrays()["images"][[0, 5, 9]])
+    assert transitions.dataset_action_names(own)[4] == "row-"
+    with pytest.raises(ValueError, match="pairs need pair_x, pair_y and pair_action; "
+                                         "missing pair_y"):
+        own_files.open_files_dataset(str(write_npz(tmp_path / "half.npz",
+                                                   pair_x=np.array([0]),
+                                                   pair_action=np.array([0]))))

@@ -207,6 +207,10 @@ def read_image_folder(folder: Path) -> ArrayDataset:
             raise ValueError(f"{folder}: no {', '.join(IMAGE_SUFFIXES)} images and no "
                              f"factors.csv / labels.csv")
     else:
+        for name, table in (("factors.csv", factor_table), ("labels.csv", label_table)):
+            if table is not None and "file" not in table:
+                raise ValueError(f"{folder / name}: needs a `file` column naming each image, "
+                                 f"then one column per value; its columns are {list(table)}")
         files = list((factor_table or label_table)["file"])
         if factor_table is not None and label_table is not None \
                 and list(label_table["file"]) != files:

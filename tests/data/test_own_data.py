@@ -206,6 +206,9 @@ def test_bad_pairs_and_files_are_refused_naming_the_problem(tmp_path):
         handle.write("img_0000.png,nope.png,row,0,1\n")
     with pytest.raises(ValueError, match="pair output 'nope.png' is not an image of the dataset"):
         own_files.open_files_dataset(str(folder))
+    (folder / "labels.csv").write_text("name,hue\nimg_0000.png,1\n")
+    with pytest.raises(ValueError, match=r"labels.csv: needs a `file` column"):
+        own_files.open_files_dataset(str(folder))
     with pytest.raises(ValueError, match=r"unknown array\(s\) \['latents'\]"):
         own_files.open_files_dataset(str(write_npz(tmp_path / "x.npz", latents=np.zeros(3))))
 

@@ -49,7 +49,7 @@ def serve_small_shapes3d(monkeypatch) -> str:
 
     dataset = small_shapes3d_dataset()
     get_dataset, check_name = registry.get_dataset, registry.check_dataset_name
-    monkeypatch.setattr(registry, "get_dataset", lambda name, data_dir=None: (
+    monkeypatch.setattr(registry, "get_dataset", lambda name, data_dir=None, path=None: (
         dataset if name == dataset.name else get_dataset(name, data_dir)))
     monkeypatch.setattr(registry, "check_dataset_name", lambda name: (
         None if name == dataset.name else check_name(name)))

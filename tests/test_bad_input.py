@@ -307,8 +307,8 @@ CASES = [
      r"the 4x8x8 grid\); list its transition pairs"),
     ("a negative commitment cost", MAIN,
      [CT, "--workdir={w}", "--config.mcqvae.model.commitment_cost=-0.25"],
-     r"^error: mcqvae.model.commitment_cost must be a finite number >= 0 \(a loss weight\), "
-     r"got -0.25$"),
+     r"^error: mcqvae.model.commitment_cost must be >= 0, got -0.25: a loss weight must be "
+     r"finite and >= 0$"),
     ("the report with an unknown flag", "causal_disent.report", ["--check"],
      r"^error: unrecognized arguments: --check \(see --help\)$"),
     ("scoring more samples than the host holds", "causal_disent.evaluate",

@@ -42,7 +42,7 @@ _RULES = {
 LOSS_WEIGHT_FIELDS = frozenset({
     "beta", "gamma", "c_max", "commitment_cost", "graph_kl", "lambda_d_factor", "lambda_od"})
 _LOSS_WEIGHT_RULE = (lambda v: _is_number(v) and math.isfinite(v) and v >= 0,
-                     "a finite number >= 0 (a loss weight)")
+                     ">= 0 and finite (a loss weight)")
 
 
 def check_ranges(config: ml_collections.ConfigDict) -> None:
@@ -53,6 +53,9 @@ def check_ranges(config: ml_collections.ConfigDict) -> None:
         if rule is None and is_loss_weight(path) and not isinstance(value, bool):
             rule = _LOSS_WEIGHT_RULE
         if rule is not None and not rule[0](value):
+            if rule is _LOSS_WEIGHT_RULE:
+                raise ValueError(f"{path} must be >= 0, got {value!r}: a loss weight must be "
+                                 f"finite and >= 0")
             raise ValueError(f"{path} must be {rule[1]}, got {value!r}")
 
 

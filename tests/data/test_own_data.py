@@ -223,8 +223,8 @@ def test_negative_or_non_finite_loss_weights_are_refused(field, value):
     for part in section.split("."):
         node = node[part]
     node[name] = value
-    with pytest.raises(ValueError, match=rf"{field} must be a finite number >= 0 \(a loss "
-                                         rf"weight\), got {value!r}"):
+    with pytest.raises(ValueError, match=rf"{field} must be >= 0, got {value!r}: a loss "
+                                         rf"weight must be finite and >= 0"):
         config_ranges.check_ranges(config)
 
 

@@ -84,10 +84,7 @@ class FactorDataset:
 
     def sample_factors(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """n factor-index tuples drawn uniformly and independently: [n, F] int64."""
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        check_draw(rng, n)
         sizes = np.array(self.factor_sizes)
         return rng.integers(0, sizes, size=(int(n), len(sizes)), dtype=np.int64)
 
@@ -144,6 +141,14 @@ class FactorDataset:
     def check_index(self, index: np.ndarray) -> np.ndarray:
         """Validated int64 [B] copy of `index`; ValueError naming the problem."""
         return check_image_index(index, self.num_images)
+
+
+def check_draw(rng: np.random.Generator, n: int) -> None:
+    """ValueError unless `rng` is a numpy Generator and `n` a non-negative integer."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n must be a non-negative integer, got {n!r}")
 
 
 def check_integer_dtype(array: np.ndarray, what: str) -> None:

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from causal_disent.data.base import FactorDataset, check_image_index
+from causal_disent.data.base import FactorDataset, check_draw
 from causal_disent.data.splits import SPLIT_NAMES
 
 
@@ -162,7 +162,7 @@ class ArrayDataset(FactorDataset):
 
     def labels(self, index: np.ndarray) -> np.ndarray:
         if self._labels is None:
-            raise NotImplementedError(f"{self.name} has no concept labels")
+            return super().labels(index)  # NotImplementedError: no labels
         return self._labels[self._row_of_index[self.check_index(index)]]
 
     # -- indexing off the grid ------------------------------------------------ #
@@ -176,11 +176,12 @@ class ArrayDataset(FactorDataset):
         holding each combination (ValueError naming a combination no row holds)."""
         if self.full_grid:
             return super().factors_to_index(factors)
-        keys = self.check_factors(factors) @ self._strides
+        factors = self.check_factors(factors)
+        keys = factors @ self._strides
         where = np.minimum(np.searchsorted(self._sorted_keys, keys), len(self._sorted_keys) - 1)
         missing = self._sorted_keys[where] != keys
         if missing.any():
-            combination = self.check_factors(factors)[np.flatnonzero(missing)[0]]
+            combination = factors[np.flatnonzero(missing)[0]]
             raise ValueError(
                 f"no image of {self.name} has the factors "
                 f"{dict(zip(self.factor_names, combination.tolist()))}: {self.grid_note}")
@@ -191,14 +192,8 @@ class ArrayDataset(FactorDataset):
         rows drawn uniformly (the labelled rows' joint distribution)."""
         if self.full_grid:
             return super().sample_factors(rng, n)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        check_draw(rng, n)
         return self._row_factors[rng.integers(0, self.num_rows, size=int(n))]
-
-    def check_index(self, index: np.ndarray) -> np.ndarray:
-        return check_image_index(index, self.num_images)
 
     def describe_labels(self) -> str:
         """One line on what the labels allow, for `describe` and messages."""

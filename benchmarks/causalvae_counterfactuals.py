@@ -25,9 +25,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from causal_disent import cli  # noqa: E402
-from causal_disent.runs import causalvae as causalvae_run  # noqa: E402
-from causal_disent.evaluation import causalvae_evaluation, trained_runs  # noqa: E402
 from causal_disent.data import registry, splits  # noqa: E402
+from causal_disent.evaluation import causalvae_evaluation, trained_runs  # noqa: E402
+from causal_disent.runs import causalvae as causalvae_run  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 from causal_disent.evaluation.counterfactual_scores import (  # noqa: E402
     counterfactual_pairs,
     score_counterfactuals,
@@ -37,9 +38,9 @@ from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdirs", required=True, help="comma-separated finished runs")
-    parser.add_argument("--num_images", type=cli.positive_int, default=256)
+    parser.add_argument("--num_images", type=arguments.positive_int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     records.add_record_flag(parser)
     args = parser.parse_args()

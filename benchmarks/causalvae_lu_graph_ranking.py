@@ -68,6 +68,7 @@ from causal_disent.discovery import ci_tests, pc as pc_algorithm  # noqa: E402
 from causal_disent.discovery import graphs as discovery_graphs  # noqa: E402
 from causal_disent.evaluation.metrics import graphs  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 
 def all_dags(num_nodes: int) -> list[np.ndarray]:
@@ -240,13 +241,13 @@ def _test_rows(tests) -> list[list]:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="pendulum")
     parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--neighbours", type=cli.positive_int, default=10)
-    parser.add_argument("--subsample", type=cli.positive_int, default=800)
-    parser.add_argument("--permutations", type=cli.positive_int, default=200)
-    parser.add_argument("--seeds", type=cli.positive_int, default=3)
+    parser.add_argument("--neighbours", type=arguments.positive_int, default=10)
+    parser.add_argument("--subsample", type=arguments.positive_int, default=800)
+    parser.add_argument("--permutations", type=arguments.positive_int, default=200)
+    parser.add_argument("--seeds", type=arguments.positive_int, default=3)
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)

@@ -19,8 +19,8 @@ import numpy as np
 from causal_disent import cli
 from causal_disent.data import splits
 from causal_disent.evaluation import consistency_scores, trained_runs
-from causal_disent.runs import records
-from causal_disent.runs import vae as vae_run
+from causal_disent.runs import records, vae as vae_run
+from causal_disent.utils import arguments
 from causal_disent.utils.sharding import make_data_mesh
 
 SUMMARY_KEYS = ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean")
@@ -43,7 +43,7 @@ def scorings(workdir: str) -> dict:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdirs", nargs="+")
     records.add_record_flag(parser)
     args = parser.parse_args()

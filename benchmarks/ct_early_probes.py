@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs import metrics_log, records  # noqa: E402
 from causal_disent.runs.config_file import RunConfigError, read_config  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 STAGE = "ct"
 # Standard-mode code accuracy at or above which the no-action path copies X.
@@ -140,10 +141,10 @@ def labelled_workdir(argument: str) -> tuple[str, Path]:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=labelled_workdir, metavar="LABEL=WORKDIR")
-    parser.add_argument("--first_step", type=cli.positive_int, default=500)
-    parser.add_argument("--last_step", type=cli.positive_int, default=1000)
+    parser.add_argument("--first_step", type=arguments.positive_int, default=500)
+    parser.add_argument("--last_step", type=arguments.positive_int, default=1000)
     records.add_record_flag(parser)
     args = parser.parse_args()
     if args.first_step > args.last_step:

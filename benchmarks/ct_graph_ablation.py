@@ -37,9 +37,8 @@ from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry, splits, transitions  # noqa: E402
 from causal_disent.evaluation import ct_evaluation, ct_retrieval  # noqa: E402
 from causal_disent.evaluation.trained_runs import load_config  # noqa: E402
-from causal_disent.runs import ct as ct_run  # noqa: E402
-from causal_disent.runs import mcqvae as mcqvae_run  # noqa: E402
-from causal_disent.runs import records  # noqa: E402
+from causal_disent.runs import ct as ct_run, mcqvae as mcqvae_run, records  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
 
 ABLATIONS = ("none", "shuffled", "full", "empty")
@@ -103,9 +102,9 @@ def markdown(result: dict) -> str:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdir", type=Path)
-    parser.add_argument("--num_pairs", type=cli.positive_int, default=2000)
+    parser.add_argument("--num_pairs", type=arguments.positive_int, default=2000)
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)

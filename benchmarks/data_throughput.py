@@ -14,7 +14,7 @@ at least 3x. For comparison, the stage-1 pipeline is also built with grain (a
 MapDataset over the same random-access source: shuffle, batch, render, two reader
 threads; `pip install grain` first, else that figure is null). The last line holds
 all figures as JSON; --record also keeps them as a record for
-`python -m causal_disent.report`.
+`python -m report`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry, splits, transitions  # noqa: E402
 from causal_disent.data.pipeline import EpochShuffledBatches, image_batches, prefetched  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 PROCEDURAL = ("shapes3d_synth", "dsprites_synth", "pendulum", "flow")
 BATCH_SIZES = (64, 1024)
@@ -109,9 +110,9 @@ def measure(name: str, repeats: int) -> dict:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=",".join(PROCEDURAL))
-    parser.add_argument("--repeats", type=cli.positive_int, default=30,
+    parser.add_argument("--repeats", type=arguments.positive_int, default=30,
                         help="timed batches per figure")
     records.add_record_flag(parser)
     args = parser.parse_args()

@@ -17,14 +17,13 @@ from pathlib import Path
 # Runs from a checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from causal_disent import cli  # noqa: E402
 from causal_disent.data import imbalance, registry, transitions  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
-from causal_disent.utils import figures  # noqa: E402
+from causal_disent.utils import arguments, figures  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+",
                         help=f"factor datasets, of: {', '.join(sorted(registry.DATASETS))}")
     parser.add_argument("--data_dir", default=None, help="TFDS data dir (real datasets)")

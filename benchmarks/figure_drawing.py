@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from causal_disent import cli  # noqa: E402
 from causal_disent.evaluation import consistency_scores, drawings  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
-from causal_disent.utils import figure_workers, figures, threads  # noqa: E402
+from causal_disent.utils import arguments, figure_workers, figures, threads  # noqa: E402
 
 LATENTS, TRAVERSED, OFFSETS, SHOWN = 10, 3, 7, 8
 
@@ -62,11 +62,12 @@ def time_sets(seeds: int, workers: int, folder: Path) -> float:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=cli.positive_int, default=8)
-    parser.add_argument("--workers", type=cli.non_negative_int, default=0,
+    parser = arguments.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=arguments.positive_int, default=8)
+    parser.add_argument("--workers", type=arguments.non_negative_int, default=0,
                         help="default: the cores, at most the seeds")
-    parser.add_argument("--repeats", type=cli.positive_int, default=3, help="the best of this many")
+    parser.add_argument("--repeats", type=arguments.positive_int, default=3,
+                        help="the best of this many")
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)

@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 from causal_disent.train import resume, stages  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 from causal_disent.utils.sharding import replicated  # noqa: E402
 
 CASES = {
@@ -132,7 +133,7 @@ def measure(case: str, options: dict) -> list[dict]:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--compiler_options", default="",
                         help="JSON object of XLA options to compare with the defaults "

@@ -125,6 +125,7 @@ from causal_disent import cli  # noqa: E402
 from causal_disent.data import nonlinear_ica  # noqa: E402
 from causal_disent.evaluation.metrics.mcc import mean_correlation_coefficient  # noqa: E402
 from causal_disent.models.ivae import VectorIVAE  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 from causal_disent.objectives.ivae import (  # noqa: E402
     vector_ivae_loss,
     vector_ivae_weighted_loss,
@@ -378,8 +379,9 @@ def summarise(trials: list[dict]) -> dict:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=cli.positive_int, default=3, help="seeds 0 .. seeds - 1")
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=arguments.positive_int, default=3,
+                        help="seeds 0 .. seeds - 1")
     defaults = Settings()
     for field in dataclasses.fields(Settings):
         default = getattr(defaults, field.name)

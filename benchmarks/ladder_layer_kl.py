@@ -9,7 +9,7 @@ Each W is a finished LadderVAE run (for a many-seed run, one of W/seeds/seed_k);
 the KL is the loss's own per-layer term (objectives/ladder_vae.py) with the warm-up
 done, averaged over the first --num_images test images. Prints one JSON line per run:
 {"workdir", "seed", "kl_per_layer" (nats, bottom layer first)}; --record keeps them
-all, with each run's history, for `python -m causal_disent.report`.
+all, with each run's history, for `python -m report`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry, splits  # noqa: E402
 from causal_disent.evaluation.trained_runs import load_config  # noqa: E402
 from causal_disent.objectives.ladder_vae import ladder_vae_loss  # noqa: E402
-from causal_disent.runs import records  # noqa: E402
-from causal_disent.runs import vae as vae_run  # noqa: E402
+from causal_disent.runs import records, vae as vae_run  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 from causal_disent.utils.sharding import make_data_mesh  # noqa: E402
 
 BATCH = 256
@@ -56,9 +56,9 @@ def layer_kl(workdir: Path, num_images: int) -> dict:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdirs", nargs="+", type=Path)
-    parser.add_argument("--num_images", type=cli.positive_int, default=2048)
+    parser.add_argument("--num_images", type=arguments.positive_int, default=2048)
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)

@@ -114,9 +114,9 @@ sys.path.insert(0, str(REPO))  # runs from a checkout without installing the pac
 import jax  # noqa: E402
 
 from causal_disent import cli  # noqa: E402
-from causal_disent.runs import checkpoint  # noqa: E402
-from causal_disent.runs import records  # noqa: E402
+from causal_disent.runs import checkpoint, records  # noqa: E402
 from causal_disent.train import loop, reporting, runner, stages  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 from causal_disent.utils.sharding import batch_sharded, global_batch, replicated  # noqa: E402
 from benchmarks import trace_gaps  # noqa: E402
 
@@ -414,16 +414,16 @@ def remove_stage_outputs(workdir: Path, stage: str) -> None:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
-    parser.add_argument("--steps", type=cli.positive_int, default=200)
-    parser.add_argument("--steps_per_call", type=cli.positive_int, default=1,
+    parser.add_argument("--steps", type=arguments.positive_int, default=200)
+    parser.add_argument("--steps_per_call", type=arguments.positive_int, default=1,
                         help="the timed stage's train.steps_per_call")
     parser.add_argument("--device_data", default="off", choices=("auto", "on", "off"),
                         help="the timed stage's train.device_data")
     parser.add_argument("--unroll_call", default="auto", choices=("auto", "on", "off"),
                         help="the timed stage's train.unroll_call (auto: unrolled on CPUs)")
-    parser.add_argument("--repeats", type=cli.positive_int, default=1,
+    parser.add_argument("--repeats", type=arguments.positive_int, default=1,
                         help="runs of each case; the median ratio is printed and recorded")
     parser.add_argument("--profile", default="",
                         help="trace each case's timed loop with jax.profiler into "

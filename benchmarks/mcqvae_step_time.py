@@ -21,12 +21,12 @@ import optax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from causal_disent import cli  # noqa: E402
-from causal_disent import models  # noqa: E402
+from causal_disent import cli, models  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 from causal_disent.train.state import TrainState, train_step  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 from configs import ctvae_shapes3d  # noqa: E402
 
 
@@ -67,9 +67,9 @@ def time_variant(variant: str | None, steps: int) -> dict:
 
 
 def main():
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", default="paper,small", help="comma-separated; 'paper' is the base config")
-    parser.add_argument("--steps", type=cli.positive_int, default=10)
+    parser.add_argument("--steps", type=arguments.positive_int, default=10)
     records.add_record_flag(parser)
     args = parser.parse_args()
     recorder = records.script_recorder(args.record)

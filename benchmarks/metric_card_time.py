@@ -30,6 +30,7 @@ from causal_disent.data import registry  # noqa: E402
 from causal_disent.evaluation import card, representations  # noqa: E402
 from causal_disent.models.causalvae import ConvEncoder  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 
 def conv_representation(dataset, latent_width: int = 10) -> representations.CachedCodes:
@@ -42,10 +43,10 @@ def conv_representation(dataset, latent_width: int = 10) -> representations.Cach
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="dsprites_synth")
     parser.add_argument("--model", default="conv", choices=("conv", "identity", "random"))
-    parser.add_argument("--num_samples", type=cli.positive_int, default=10_000)
+    parser.add_argument("--num_samples", type=arguments.positive_int, default=10_000)
     parser.add_argument("--metrics", default="all")
     records.add_record_flag(parser)
     args = parser.parse_args()

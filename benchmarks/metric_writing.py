@@ -44,6 +44,7 @@ import numpy as np  # noqa: E402
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs import metrics_log, records, tensorboard  # noqa: E402
 from causal_disent.train import loop, multi_step, reporting  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 SCALARS = ("loss", "elbo", "grad_norm", "kl", "reconstruction")
 LATENTS = 10
@@ -155,15 +156,16 @@ def emulated_loop_seconds(setting: str, calls: int, device_ms: float, calls_per_
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=cli.positive_int, default=100, help="rows per log interval")
-    parser.add_argument("--calls", type=cli.positive_int, default=300)
+    parser = arguments.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=arguments.positive_int, default=100,
+                        help="rows per log interval")
+    parser.add_argument("--calls", type=arguments.positive_int, default=300)
     parser.add_argument("--device_ms", type=float, default=9.2, help="device time per call")
-    parser.add_argument("--calls_per_log", type=cli.positive_int, default=10)
+    parser.add_argument("--calls_per_log", type=arguments.positive_int, default=10)
     parser.add_argument("--row_values", choices=("python", "numpy"), default="python",
                         help="the rows' values: as the loop hands them over, or numpy "
                              "scalars as it did before")
-    parser.add_argument("--repeats", type=cli.positive_int, default=3,
+    parser.add_argument("--repeats", type=arguments.positive_int, default=3,
                         help="times each figure is measured")
     records.add_record_flag(parser)
     args = parser.parse_args()

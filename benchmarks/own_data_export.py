@@ -26,9 +26,9 @@ from pathlib import Path
 # Runs from a checkout without installing the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from causal_disent import cli  # noqa: E402
 from causal_disent.data import own_files, registry  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,7 +59,7 @@ def train(config: str, workdir: Path, *flags: str) -> tuple[dict, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="shapes3d_synth")
     parser.add_argument("--config", default="configs/ctvae_shapes3d.py:tiny")
     parser.add_argument("--out_dir", required=True, help="the export and both workdirs")

@@ -53,9 +53,9 @@ import numpy as np  # noqa: E402
 from causal_disent import cli  # noqa: E402
 from causal_disent.data import registry  # noqa: E402
 from causal_disent.objectives.vae import bind_loss  # noqa: E402
-from causal_disent.runs import records  # noqa: E402
-from causal_disent.runs import vae as vae_run  # noqa: E402
+from causal_disent.runs import records, vae as vae_run  # noqa: E402
 from causal_disent.train import seed_stacking, vae_stage  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 
 def load_config(path: str):
@@ -113,11 +113,11 @@ def temporaries(figures: dict) -> str:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/betavae_dsprites_synth.py:small")
-    parser.add_argument("--seeds", type=cli.positive_int, default=8)
-    parser.add_argument("--steps", type=cli.positive_int, default=10)
-    parser.add_argument("--run_steps", type=cli.positive_int, default=2000)
+    parser.add_argument("--seeds", type=arguments.positive_int, default=8)
+    parser.add_argument("--steps", type=arguments.positive_int, default=10)
+    parser.add_argument("--run_steps", type=arguments.positive_int, default=2000)
     parser.add_argument("--execution", default="auto", choices=seed_stacking.EXECUTIONS)
     records.add_record_flag(parser)
     args = parser.parse_args()

@@ -63,6 +63,7 @@ sys.path.insert(0, str(REPO))  # runs from a checkout without installing the pac
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
 from causal_disent.runs.seeds import seed_workdir  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 
 TIMING_FILE = "wall_seconds.json"
@@ -247,10 +248,10 @@ def test_nll(run_dir: Path) -> float:
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
     """The script's flags, and the `--config.X=V` overrides given to every run (e.g.
     `--config.vae.train.steps_per_call=10 --config.vae.train.device_data=on`)."""
-    parser = cli.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/betavae_dsprites_synth.py:small")
-    parser.add_argument("--seeds", type=cli.positive_int, default=8)
-    parser.add_argument("--sequential_runs", type=cli.non_negative_int, default=0,
+    parser.add_argument("--seeds", type=arguments.positive_int, default=8)
+    parser.add_argument("--sequential_runs", type=arguments.non_negative_int, default=0,
                         help="time only this many sequential runs (seeds 0, 1, ...) and "
                              "project the --seeds runs' time from their mean (default: all)")
     parser.add_argument("--root", default="", help="folder for the workdirs (default: a new temporary one)")

@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs from a checkout
 
-from causal_disent import cli  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 # A device plane's lines that summarise its work over spans that include idle time
 # (a module's span holds the host-controlled waits of its loops).
@@ -272,10 +272,10 @@ def report(figures: dict, min_gap_us: float) -> list[str]:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace", help="a folder jax.profiler.trace wrote, or its .xplane.pb")
-    parser.add_argument("--top", type=cli.positive_int, default=10, help="rows in each list")
-    parser.add_argument("--min_gap_us", type=cli.positive_int, default=DEFAULT_MIN_GAP_US,
+    parser.add_argument("--top", type=arguments.positive_int, default=10, help="rows in each list")
+    parser.add_argument("--min_gap_us", type=arguments.positive_int, default=DEFAULT_MIN_GAP_US,
                         help="shorter idle spans (µs) are not counted as gaps")
     args = parser.parse_args()
     try:

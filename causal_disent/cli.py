@@ -17,7 +17,6 @@ from a copy anywhere.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import functools
 import importlib.machinery
@@ -79,34 +78,6 @@ def stop_at_once_on_signals(what_is_left: str) -> None:
         signal.signal(number, lambda number, frame: None)
 
 
-class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse for the commands that are not absl apps (the benchmarks, the report,
-    data.show): a bad command line ends in one `error:` line, not a usage block."""
-
-    def error(self, message: str):
-        raise SystemExit(f"error: {message} (see --help)")
-
-
-def positive_int(text: str) -> int:
-    """An argparse type for counts (steps, seeds, images): an integer >= 1."""
-    return _int_at_least(text, 1)
-
-
-def non_negative_int(text: str) -> int:
-    """An argparse type for counts where 0 means "none" or "the default"."""
-    return _int_at_least(text, 0)
-
-
-def _int_at_least(text: str, least: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {value}")
-    return value
-
-
 def run_script(main: Callable[[], object]) -> None:
     """Runs a script's main (the benchmarks') as causal_disent.main ends: the project's
     own errors about its input (a workdir without a run, a config that cannot train, an
@@ -120,7 +91,7 @@ def run_script(main: Callable[[], object]) -> None:
     from causal_disent.runs.config_file import RunConfigError
     from causal_disent.runs.records import RecordError
     from causal_disent.runs.results import ResultsError
-    from causal_disent.train.code_cache import CodeCacheError
+    from causal_disent.train.ct_codes import CodeCacheError
     from causal_disent.train.interrupts import Interrupted
     from causal_disent.train.stages import InvalidRunError
     try:

@@ -27,7 +27,8 @@ of the first step, the final checkpoint and a stage's final evaluation, which ru
 to the end once training has finished.
 
 With --record=results/NAME.json a finished command writes a record of the run (its
-command, commit, machine, date, wall time and results.json) for causal_disent.report.
+command, commit, machine, date, wall time and results.json) for the report
+(`python -m report`, report/ beside results/).
 
 Compiled programs are kept in a persistent cache (--compilation_cache, default
 ~/.cache/causal_disent/compiled/<machine>; 'off' to compile afresh), so a rerun or a
@@ -138,7 +139,7 @@ _RECORD = flags.DEFINE_string(
     "Write a record of this command to this .json file when it ends with every stage "
     "finished (e.g. results/<name>.json): the command, commit, machine, date, wall "
     "time and the run's results.json, with the workdir's history "
-    "(causal_disent/runs/records.py). causal_disent.report renders tables from them.")
+    "(causal_disent/runs/records.py). `python -m report` renders tables from them.")
 
 # Exit status of a run that stopped at its --max_minutes budget: rerun to continue.
 EXIT_PAUSED = 3

@@ -14,7 +14,7 @@ each metric's headline scores, then from results.json the test split's
 reconstruction NLL and the interventional-consistency summaries (INV off and on the
 diagonal, EQV and SCN means). --format=json prints {label: {column: [mean, std, n]}}
 instead; --record=results/<name>.json also keeps the table's figures, each run's
-results.json and history, with this command, for causal_disent.report. See
+results.json and history, with this command, for `python -m report`. See
 evaluation/card_summary.py.
 """
 

@@ -309,7 +309,7 @@ CASES = [
      [CT, "--workdir={w}", "--config.mcqvae.model.commitment_cost=-0.25"],
      r"^error: mcqvae.model.commitment_cost must be >= 0, got -0.25: a loss weight must be "
      r"finite and >= 0$"),
-    ("the report with an unknown flag", "causal_disent.report", ["--check"],
+    ("the report with an unknown flag", "report", ["--check"],
      r"^error: unrecognized arguments: --check \(see --help\)$"),
     ("scoring more samples than the host holds", "causal_disent.evaluate",
      ["--model=random", "--dataset=dsprites_synth", "--metrics=mig",

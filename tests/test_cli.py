@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from causal_disent import cli
+from causal_disent.utils import arguments
 from configs import ctvae_shapes3d
 from tests.helpers import REPO_ROOT
 
@@ -82,7 +83,7 @@ def test_a_config_copied_anywhere_loads_from_any_working_directory(tmp_path):
 
 
 def test_the_commands_that_are_not_absl_apps_end_a_bad_command_line_in_one_line(capsys):
-    parser = cli.OneLineArgumentParser()
+    parser = arguments.OneLineArgumentParser()
     parser.add_argument("--steps", type=int)
     with pytest.raises(SystemExit) as bad:
         parser.parse_args(["--steps=many"])

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from causal_disent.report import __main__ as report
-from causal_disent.report import markdown, tables
+from report import __main__ as report
+from report import markdown, tables
 from causal_disent.runs import records
 from tests.helpers import REPO_ROOT
 

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from causal_disent import cli
 from causal_disent.data import registry, splits, transitions
+from causal_disent.utils import arguments
 
 MAX_LISTED_VALUES = 50
 # The default image-level split of every config (config.data.split_fractions).
@@ -127,7 +127,7 @@ def _number(value: float) -> float | int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", help=f"one of: {', '.join(sorted(registry.DATASETS))}")
     parser.add_argument("--data_dir", default=None, help="TFDS data dir (real datasets)")
     parser.add_argument("--path", default=None,

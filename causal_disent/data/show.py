@@ -17,9 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from causal_disent import cli
 from causal_disent.data import registry
-from causal_disent.utils import figures
+from causal_disent.utils import arguments, figures
 
 
 def default_base_factors(dataset) -> np.ndarray:
@@ -129,16 +128,16 @@ def _base_factors(text: str | None) -> list[int] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", help=f"one of: {', '.join(sorted(registry.DATASETS))}")
     parser.add_argument("--out", default=None, help="PNG path (default: <dataset>.png)")
     parser.add_argument(
         "--base_factors", default=None,
         help="comma-separated factor indices held fixed (default: middle values)",
     )
-    parser.add_argument("--upscale", type=cli.positive_int, default=None,
+    parser.add_argument("--upscale", type=arguments.positive_int, default=None,
                         help="nearest magnification (default: about 128 pixels an image)")
-    parser.add_argument("--max_columns", type=cli.positive_int, default=16)
+    parser.add_argument("--max_columns", type=arguments.positive_int, default=16)
     parser.add_argument("--data_dir", default=None, help="TFDS data dir (real datasets)")
     parser.add_argument("--path", default=None,
                         help="files: the file or folder of one's own dataset")

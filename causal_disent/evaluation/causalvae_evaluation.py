@@ -26,8 +26,8 @@ import optax
 from absl import logging
 from jax.sharding import Mesh
 
-from causal_disent import causalvae_interventions
 from causal_disent.discovery import graphs as discovery_graphs
+from causal_disent.evaluation import causalvae_do
 from causal_disent.evaluation.counterfactual_scores import (
     counterfactual_pairs,
     score_counterfactuals,
@@ -179,7 +179,7 @@ def intervention_rows(model, params, dataset, index: int, raw_values: np.ndarray
     dataset with `counterfactual_images` the simulator's row under it (the input
     image, then the true do(c = raw_values[c, v])); R = n or 2n."""
     image = dataset.images(np.array([index]))[0]
-    grid = causalvae_interventions.intervention_sweep(model, params, image, codes, has_children)
+    grid = causalvae_do.intervention_sweep(model, params, image, codes, has_children)
     if not hasattr(dataset, "counterfactual_images"):
         return grid
     repeated = np.full(raw_values.shape[1], index)

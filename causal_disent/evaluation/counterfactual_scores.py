@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from causal_disent import causalvae_interventions
 from causal_disent.data.counterfactuals import descendants
+from causal_disent.evaluation import causalvae_do
 
 
 def counterfactual_pairs(indices: np.ndarray, labels: np.ndarray, count: int,
@@ -90,7 +90,7 @@ def score_counterfactuals(dataset, indices: np.ndarray, values: np.ndarray, prio
     kinds = concept_kinds(graph)
     factual = dataset.images(indices)
     reconstructions = {
-        name: _in_batches(lambda x, m=model, p=params: causalvae_interventions.reconstruct(m, p, x),
+        name: _in_batches(lambda x, m=model, p=params: causalvae_do.reconstruct(m, p, x),
                           factual, batch_size)
         for name, (model, params) in models.items()
     }
@@ -105,7 +105,7 @@ def score_counterfactuals(dataset, indices: np.ndarray, values: np.ndarray, prio
         }
         for name, (model, params) in models.items():
             predicted = _in_batches(
-                lambda x, start, m=model, p=params: causalvae_interventions.intervene(
+                lambda x, start, m=model, p=params: causalvae_do.intervene(
                     m, p, x, concept, codes[start:start + len(x)]),
                 factual, batch_size, with_start=True,
             )

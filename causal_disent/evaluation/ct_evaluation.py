@@ -11,9 +11,8 @@ import numpy as np
 from jax.sharding import Mesh
 from matplotlib.figure import Figure
 
-from causal_disent import ct_interventions as interventions
 from causal_disent.data import transitions
-from causal_disent.evaluation import ct_retrieval
+from causal_disent.evaluation import ct_actions, ct_retrieval
 from causal_disent.objectives import ct as ct_objectives
 from causal_disent.runs import ct as ct_run
 from causal_disent.utils import figures, host_memory
@@ -306,7 +305,7 @@ def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, rng,
     action applied 1..`times` times), ct_structure_masks.png and
     ct_structure_adjacency.png (Fig. 6: each action's intervention mask and causal
     graph, averaged over the first `num_structure_images` test images)."""
-    ctvae = interventions.CTVAE(
+    ctvae = ct_actions.CTVAE(
         mcqvae=mcqvae, mcqvae_params=jax.device_get(mcqvae_params), transition=model,
         transition_params=jax.device_get(params), image_shape=tuple(dataset.image_shape),
         latent_shape=mcqvae.code_grid_shape(dataset.image_shape),
@@ -343,7 +342,7 @@ def intervention_start(dataset, split) -> tuple[int, str]:
     return int(dataset.factors_to_index(middle)[0]), "every factor at its middle value"
 
 
-def chained_interventions(ctvae: interventions.CTVAE, image: np.ndarray,
+def chained_interventions(ctvae: ct_actions.CTVAE, image: np.ndarray,
                           times: int) -> np.ndarray:
     """Rows of the iterated-interventions figure, one per action.
 
@@ -356,7 +355,7 @@ def chained_interventions(ctvae: interventions.CTVAE, image: np.ndarray,
       reconstruction, then the action applied 1..`times` times.
     """
     return np.stack([
-        np.concatenate([image[None], interventions.apply_action(ctvae, image, action, times)])
+        np.concatenate([image[None], ct_actions.apply_action(ctvae, image, action, times)])
         for action in range(ctvae.num_actions)
     ])
 
@@ -366,7 +365,7 @@ def chain_column_labels(times: int) -> list[str]:
     return ["input", "reconstruction"] + [f"×{step}" for step in range(1, times + 1)]
 
 
-def structure_means(ctvae: interventions.CTVAE, images: np.ndarray,
+def structure_means(ctvae: ct_actions.CTVAE, images: np.ndarray,
                     rng) -> tuple[np.ndarray, np.ndarray]:
     """Every action's intervention mask R_a [A, N] and causal graph M [A, N, N] (N
     code-grid nodes), each averaged over uint8 `images` [B, H, W, ch]."""

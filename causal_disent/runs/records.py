@@ -14,8 +14,8 @@ holds what a reader needs to trust and redo it:
                  that trained it, their dates, commit and machine where the workdir
                  kept them, and the time its log spans)
 
-`causal_disent.report` renders the README's and docs/' results tables from these
-files, and a test holds the Markdown to them. Summaries only: no checkpoint, image
+The report (`python -m report`, report/ beside results/) renders the README's and
+docs/' results tables from these files, and a test holds the Markdown to them. Summaries only: no checkpoint, image
 or dataset belongs in a record.
 """
 

@@ -150,10 +150,10 @@ def resize_rgb(image: np.ndarray) -> Image.Image:
 
 def _main() -> None:
     """The command: its archive found, or damaged, or a package missing: one line."""
-    from causal_disent import cli
     from causal_disent.data.tfds_reading import default_data_dir
+    from causal_disent.utils import arguments
 
-    parser = cli.OneLineArgumentParser(description="Build Cars3D or Sprites (ArrayRecord).")
+    parser = arguments.OneLineArgumentParser(description="Build Cars3D or Sprites (ArrayRecord).")
     parser.add_argument("name", choices=("cars3d", "sprites"))
     parser.add_argument("--data_dir", default=default_data_dir())
     parser.add_argument(

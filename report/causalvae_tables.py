@@ -8,8 +8,8 @@ import json
 import shlex
 from typing import NamedTuple
 
-from causal_disent.report import reference
-from causal_disent.report.formatting import (
+from report import reference
+from report.formatting import (
     Results,
     machine_name,
     mean_std,

@@ -5,7 +5,7 @@ the references' defaults."""
 
 from __future__ import annotations
 
-from causal_disent.report.formatting import Results, fixed, mean_std, minutes, stage_seconds, table
+from report.formatting import Results, fixed, mean_std, minutes, stage_seconds, table
 from causal_disent.runs.records import RecordError
 
 

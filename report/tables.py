@@ -4,7 +4,7 @@ Every figure a table shows is read from a record (causal_disent/runs/records.py:
 file the measuring command wrote itself) or, for the GPU runs brought back before
 records existed, from the run's own files under results/<run folder>/. Reference
 figures (the papers', the authors' code's) come from `reference.py`, with their source.
-A table names its records in TABLES; `python -m causal_disent.report` renders them.
+A table names its records in TABLES; `python -m report` renders them.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import json
 import re
 from collections.abc import Callable
 
-from causal_disent.report import causalvae_tables, ct_tables, vae_tables
-from causal_disent.report.formatting import (MissingRecord, Results, machine_name, minutes,
+from report import causalvae_tables, ct_tables, vae_tables
+from report.formatting import (MissingRecord, Results, machine_name, minutes,
                                              record_command, table)
 from causal_disent.runs import records
 

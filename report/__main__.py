@@ -1,8 +1,8 @@
 r"""Renders the results tables of README.md and docs/ from the records in results/.
 
-  python -m causal_disent.report            # check: exit 1 naming each table that differs
-  python -m causal_disent.report --write    # rewrite every generated table in place
-  python -m causal_disent.report --show=ct_small_seeds   # print one table
+  python -m report            # check: exit 1 naming each table that differs
+  python -m report --write    # rewrite every generated table in place
+  python -m report --show=ct_small_seeds   # print one table
 
 A generated table sits between `<!-- report:NAME -->` and `<!-- /report:NAME -->` in
 a Markdown file; edit the records' commands, not the table. tests/test_report.py runs
@@ -16,14 +16,15 @@ import sys
 from pathlib import Path
 
 from causal_disent import cli
+from causal_disent.utils import arguments
 
 if __name__ == "__main__":
     cli.import_jax_or_exit()  # the tables' modules import JAX
 
-from causal_disent.report import markdown, tables  # noqa: E402
+from report import markdown, tables  # noqa: E402
 from causal_disent.runs.records import RecordError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def differences(root: Path, results_dir: Path) -> list[str]:
@@ -61,7 +62,7 @@ def write(root: Path, results_dir: Path) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite the tables in place")
     parser.add_argument("--show", default=None, help="print one table")
     parser.add_argument("--root", type=Path, default=REPO_ROOT,
@@ -89,7 +90,7 @@ def main(argv=None) -> int:
         print(entry)
     if found:
         print(f"error: {len(found)} generated table(s) differ from results/; run "
-              f"`python -m causal_disent.report --write`", file=sys.stderr)
+              f"`python -m report --write`", file=sys.stderr)
         return 1
     print("every generated table matches results/")
     return 0

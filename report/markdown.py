@@ -1,7 +1,7 @@
 """Generated tables inside Markdown files: each sits between two comments,
 
   <!-- report:NAME -->
-  | ... the table causal_disent.report renders as NAME ... |
+  | ... the table report renders as NAME ... |
   <!-- /report:NAME -->
 
 so that the prose around it stays hand-written and the figures do not."""

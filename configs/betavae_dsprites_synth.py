@@ -25,7 +25,7 @@ W/figures/vae_reconstructions.png.
 
 import ml_collections
 
-from configs import _loop_settings
+from configs import _loop_settings, _variants
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -109,14 +109,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     train.eval_every_steps = 10_000
     train.num_curve_images = 2048
 
-    variants = {"small": _make_small, "tiny": _make_tiny}
-    if arg in variants:
-        variants[arg](config)
-    elif arg not in (None, ""):
-        raise ValueError(
-            f"unknown config variant {arg!r}; known: {', '.join(variants)} or none"
-        )
-    return config
+    return _variants.apply_variant(config, arg, {"small": (SMALL,), "tiny": (SMALL, TINY)})
 
 
 def on_shapes3d_synth(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -129,37 +122,22 @@ def on_shapes3d_synth(config: ml_collections.ConfigDict) -> ml_collections.Confi
     return config
 
 
-def _make_small(config: ml_collections.ConfigDict) -> None:
-    """The paper's network and optimiser, a step budget for a 2-core CPU."""
-    train = config.vae.train
-    train.num_steps = 2000
-    # The authors warm the consistency weights up over a tenth of their 100 000 steps.
-    config.vae.consistency.warmup_steps = 200
-    train.log_every_steps = 100
-    train.checkpoint_every_steps = 500
-    train.num_eval_images = 2048
-    train.eval_every_steps = 500
-    train.num_curve_images = 512
+# The paper's network and optimiser, a step budget for a 2-core CPU; the authors warm
+# the consistency weights up over a tenth of their 100 000 steps.
+SMALL = {
+    "vae.train": dict(num_steps=2000, log_every_steps=100, checkpoint_every_steps=500,
+                      num_eval_images=2048, eval_every_steps=500, num_curve_images=512),
+    "vae.consistency": dict(warmup_steps=200),
+}
 
-
-def _make_tiny(config: ml_collections.ConfigDict) -> None:
-    """A few thousand parameters and four steps: checks the plumbing, learns nothing."""
-    _make_small(config)
-    model = config.vae.model
-    model.num_latents = 3
-    model.encoder_widths = (4, 4)
-    model.encoder_kernel_sizes = (4, 2)
-    model.encoder_hidden = 8
-    model.decoder_widths = (4, 4)
-    model.decoder_hidden = 8
-    config.vae.optim.batch_size = 8
-    config.vae.consistency.warmup_steps = 2
-    train = config.vae.train
-    train.num_steps = 4
-    train.log_every_steps = 2
-    train.checkpoint_every_steps = 2
-    train.min_seconds_between_checkpoints = 0.0  # every interval: the tests stop runs between saves
-    train.num_eval_images = 20
-    train.eval_batch_size = 8
-    train.eval_every_steps = 2
-    train.num_curve_images = 8
+# On top of SMALL: a few thousand parameters and four steps, a save at every interval
+# (the tests stop runs between saves). Checks the plumbing, learns nothing.
+TINY = {
+    "vae.model": dict(num_latents=3, encoder_widths=(4, 4), encoder_kernel_sizes=(4, 2),
+                      encoder_hidden=8, decoder_widths=(4, 4), decoder_hidden=8),
+    "vae.optim": dict(batch_size=8),
+    "vae.consistency": dict(warmup_steps=2),
+    "vae.train": dict(num_steps=4, log_every_steps=2, checkpoint_every_steps=2,
+                      min_seconds_between_checkpoints=0.0, num_eval_images=20,
+                      eval_batch_size=8, eval_every_steps=2, num_curve_images=8),
+}

@@ -13,13 +13,8 @@ PC learns Flow's true equivalence class: the DAG it starts A at is water -> ball
 water -> flow <- hole (ball - water cannot be oriented from observational data), SHD
 1 to the true DAG, in the true class. What the defaults reach (`:small`: MIC / TIC,
 the learned graph, test BCE, minutes, seeds 0-2) is in docs/causalvae.md, rendered
-from the run records in results/.
-
-Earlier defaults (one joint decoder, A learned jointly from 0), one H100 GPU,
-`:small` (3000 steps, seed 0), MIC / TIC: CausalVAE 100.0 / 99.1 (SHD 3: A stays
-near 0, no edge learned), ConditionVAE 100.0 / 98.9, CausalVAE-unsup 43.5 / 30.8
-(SHD 3). Above the paper's figures: the label-prior weight w = 100
-(configs/causalvae_pendulum.py) ties the codes to the labels.
+from the run records in results/. Above the paper's figures: the label-prior weight
+w = 100 (configs/causalvae_pendulum.py) ties the codes to the labels.
 """
 
 import ml_collections

@@ -20,31 +20,10 @@ clipped to a global norm of 1e4; do() reaches every descendant.
 
 What the defaults reach (`:small`: MIC / TIC, the learned graph and its SHD, test
 BCE, minutes, seeds 0-2, ConditionVAE beside them) is in docs/causalvae.md, rendered
-from the run records in results/.
-
-Earlier defaults (one joint decoder, A learned jointly from 0, β = 1), measured
-on one H100 GPU, `:small` (3000 steps), test split, MIC / TIC and SHD of the
-thresholded A to the true graph:
-  CausalVAE        seeds 0, 1, 2: 99.8 / 93.9, 99.7 / 93.4, 99.7 / 93.8; SHD 4
-                   (A stays within ±0.04 of 0: no edge learned, none reversed)
-  ConditionVAE     99.8 / 93.7      CausalVAE-unsup   38.4 / 25.7 (SHD 4)
-  with the paper's pre-training (graph_learning="label_loss"): 91.2 / 77.5, SHD 4
-                   (6 edges, 2 of them reversed); over seeds 0-2, w 100-1000 and
-                   3000-5000 steps MIC 91.2-97.4 (mean ~94), TIC 77-86, and 1 of
-                   14 runs diverged (A's entries of ±6 let a small reverse entry
-                   make I - Aᵀ near-singular); with max_penalty 1e8, 3 of 10 runs
-                   at w >= 10 diverged (BCE ~3150, MIC 0); without the pre-training, 0 of 6
-  with a hand-made true initial A (initial_adjacency): 99.5 / 92.4, SHD 1 (a
-                   spurious 3 -> 2 at -0.31 against the 0.3 threshold)
-  the earlier defaults (w = 1, pre-training, max_penalty 1e8), seed 0: 51.2 / 36.3
-                   after 3000 steps, 52.8 / 35.4 after 6000; w = 10: 79.8 / 67.2;
-                   w = 50: 89.1 / 74.8; ConditionVAE at w = 1: 57.9 / 44.7.
-SHD 0 is out of reach of l_u: fitted on the training labels for every one of the 543
-DAGs on 4 nodes, its minimum is never the true graph (which ranks 22nd to 450th
-under min-max, standardised, binarised or the authors' scaling, σ or linear, with or
-without a bias or an L1 term) since the two independent causes, unexplained as roots,
-are better predicted from the shadow than left as roots; the authors' released code
-set A by hand.
+from the run records in results/; the runs that led to these choices are in
+docs/earlier_measurements.md. SHD 0 is out of reach of l_u: fitted on the training
+labels, its minimum over every DAG on 4 nodes is never the true graph, whatever the
+labels' scaling (docs/causalvae_graph.md); the authors' released code set A by hand.
 
 Results (MIC, TIC, SHD of the thresholded learned A to the true graph, A itself,
 whether it lies in the true equivalence class, PC's tests, reconstruction errors,
@@ -55,7 +34,7 @@ true counterfactuals' row per concept) to W/figures/causalvae_interventions.png.
 
 import ml_collections
 
-from configs import _loop_settings
+from configs import _loop_settings, _variants
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -108,9 +87,9 @@ def base_config(dataset_name: str) -> ml_collections.ConfigDict:
     objective.mask_prior_weight = 1.0
     objective.dag_c = 1.0  # c of H(A)
     # Weight w of the label-prior KLs KL(z ‖ N(λ₁(u), I)) (paper: 1, Eq. 10). Our
-    # choice: 100. At w = 1 the KL is a few nats against a pixel BCE of ~700, and the
-    # concept codes follow the labels loosely (module docstring: MIC ~50 after 3000
-    # steps, ~53 after 6000); at 100 they track them.
+    # choice: 100. At w = 1 the KL is a few nats against a pixel BCE of hundreds, and
+    # the concept codes follow the labels loosely (docs/earlier_measurements.md); at
+    # 100 they track them.
     objective.label_prior_weight = 100.0
     # Augmented Lagrangian λ·H + (ρ/2)·H² (NOTEARS / DAG-GNN schedule).
     objective.initial_penalty = 1.0  # ρ at the start (λ starts at 0)
@@ -182,57 +161,33 @@ def base_config(dataset_name: str) -> ml_collections.ConfigDict:
 
 
 def apply_variant(config: ml_collections.ConfigDict, arg: str | None) -> None:
-    variants = {"small": make_small, "tiny": make_tiny}
-    if arg in variants:
-        variants[arg](config)
-    elif arg not in (None, ""):
-        raise ValueError(
-            f"unknown config variant {arg!r}; known: {', '.join(variants)} or none"
-        )
+    _variants.apply_variant(config, arg, {"small": (SMALL,), "tiny": (SMALL, TINY)})
 
 
-def make_small(config: ml_collections.ConfigDict) -> None:
-    """Narrower networks and a step budget for a 2-core CPU (see the docstring)."""
-    model = config.causalvae.model
-    model.encoder_widths = (16, 32, 32, 64)
-    model.encoder_hidden = 128
-    # Narrower than the encoder: the per-concept decoder runs its upsampling
-    # convolutions once per concept (models/causalvae.py).
-    model.decoder_widths = (32, 16, 16, 8)
-    model.decoder_hidden = 128
-    config.causalvae.objective.lagrangian_update_every_steps = 250
-    train = config.causalvae.train
-    train.num_steps = 3000
-    train.log_every_steps = 50
-    train.checkpoint_every_steps = 500
-    train.eval_every_steps = 500
-    train.num_curve_images = 512
+# Narrower networks and a step budget for a 2-core CPU. The decoder is narrower than
+# the encoder: the per-concept decoder runs its upsampling convolutions once per
+# concept (models/causalvae.py).
+SMALL = {
+    "causalvae.model": dict(encoder_widths=(16, 32, 32, 64), encoder_hidden=128,
+                            decoder_widths=(32, 16, 16, 8), decoder_hidden=128),
+    "causalvae.objective": dict(lagrangian_update_every_steps=250),
+    "causalvae.train": dict(num_steps=3000, log_every_steps=50, checkpoint_every_steps=500,
+                            eval_every_steps=500, num_curve_images=512),
+}
 
-
-def make_tiny(config: ml_collections.ConfigDict) -> None:
-    """A few thousand parameters and four steps: checks the plumbing, learns nothing."""
-    make_small(config)
-    model = config.causalvae.model
-    model.encoder_widths = (4, 4, 4, 4)
-    model.encoder_hidden = 8
-    model.decoder_widths = (4, 4, 4, 4)
-    model.decoder_hidden = 8
-    model.mechanism_hidden = 4
-    config.causalvae.objective.lagrangian_update_every_steps = 2
-    config.causalvae.objective.graph_pretrain_steps = 20
-    config.causalvae.objective.graph_pretrain_update_every = 10
-    config.causalvae.objective.ci_subsample = 200
-    config.causalvae.objective.ci_permutations = 50
-    config.causalvae.optim.batch_size = 8
-    train = config.causalvae.train
-    train.num_steps = 4
-    train.log_every_steps = 2
-    train.checkpoint_every_steps = 2
-    train.min_seconds_between_checkpoints = 0.0  # every interval: the tests stop runs between saves
-    train.cache_images = False
-    train.num_eval_images = 24
-    train.eval_batch_size = 8
-    train.figure_values = 3
-    train.num_counterfactual_images = 8
-    train.eval_every_steps = 2
-    train.num_curve_images = 16
+# On top of SMALL: a few thousand parameters and four steps, a save at every interval
+# (the tests stop runs between saves). Checks the plumbing, learns nothing.
+TINY = {
+    "causalvae.model": dict(encoder_widths=(4, 4, 4, 4), encoder_hidden=8,
+                            decoder_widths=(4, 4, 4, 4), decoder_hidden=8,
+                            mechanism_hidden=4),
+    "causalvae.objective": dict(lagrangian_update_every_steps=2, graph_pretrain_steps=20,
+                                graph_pretrain_update_every=10, ci_subsample=200,
+                                ci_permutations=50),
+    "causalvae.optim": dict(batch_size=8),
+    "causalvae.train": dict(num_steps=4, log_every_steps=2, checkpoint_every_steps=2,
+                            min_seconds_between_checkpoints=0.0, cache_images=False,
+                            num_eval_images=24, eval_batch_size=8, figure_values=3,
+                            num_counterfactual_images=8, eval_every_steps=2,
+                            num_curve_images=16),
+}

@@ -23,13 +23,7 @@ Variants: `:small` (the network above, 2000 steps for a 2-core CPU, warm-up over
 200) and `:tiny` (tiny networks, a few steps; what the tests run). As in
 configs/annealedvae_dsprites_synth.py, a run with another --config.vae.train.num_steps
 keeps its variant's warm-up unless given --config.vae.objective.warmup_steps.
-
-Measured on `:small` (seed 0; 14 min 48 s on a busy 2-core CPU):
-  python -m causal_disent.main --config=configs/laddervae_dsprites_synth.py:small --workdir=W
-KL to the layer's prior per image, (z_1, z_2): 15.5 and 1.6 nats over the last 100
-training steps, 15.3 and 1.6 on 2048 test images (one sample each): no layer
-collapsed (z_2's lowest after the warm-up, 1.38 nats). Test BCE 67.97 nats per image,
-MSE 0.0050 (results.json).
+Neither layer collapses at `:small` (docs/earlier_measurements.md).
 """
 
 import ml_collections

@@ -4,6 +4,7 @@
 import importlib
 import types
 
+import ml_collections
 import pytest
 
 from causal_disent import models
@@ -69,6 +70,19 @@ def test_unknown_variant_is_rejected():
     module = importlib.import_module("configs.ctvae_shapes3d")
     with pytest.raises(ValueError, match="unknown config variant 'smal'"):
         module.get_config("smal")
+
+
+def test_a_variant_table_naming_a_field_the_base_lacks_is_refused():
+    from configs import _variants
+    base = ml_collections.ConfigDict({"ct": {"train": {"num_steps": 0}}})
+    table = {"ct.train": {"num_steps": 5, "num_stpes": 6}}
+    with pytest.raises(ValueError, match=r"variant 'small' sets ct.train.num_stpes, not a "
+                                         r"field of the base config"):
+        _variants.apply_variant(base, "small", {"small": (table,)})
+    fresh = ml_collections.ConfigDict({"ct": {"train": {"num_steps": 0}}})
+    applied = _variants.apply_variant(fresh, "small",
+                                      {"small": ({"ct.train": {"num_steps": 5}},)})
+    assert applied.ct.train.num_steps == 5
 
 
 def test_gpu_variant_keeps_the_paper_sizes_and_records_curves(tmp_path):

@@ -135,9 +135,9 @@ class PerConceptDecoder(nn.Module):
     concepts folded into the batch), through one shared stack of 2× upsampling
     convolutions. Concept i's logits depend on z_i alone, as with the authors'
     fully separate networks; sharing the convolutions is ours: n separate conv
-    stacks under `nn.vmap` become grouped convolutions, ~30× slower per step on CPU
-    (13.6 s against 0.44 s for the joint decoder at `:small` sizes), and the
-    shared stack costs n× the joint decoder's convolutions instead.
+    stacks under `nn.vmap` become grouped convolutions, over an order of magnitude
+    slower per step on a CPU (docs/measured_choices.md), while the shared stack costs
+    n× the joint decoder's convolutions.
     """
 
     num_concepts: int

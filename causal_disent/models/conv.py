@@ -9,9 +9,9 @@ The reference sizes (64×64 input) are the authors': three 4×4/2 convolutions
 Every width is a constructor argument so that small variants can shrink them.
 The activations are theirs too (`activations="authors"`): LeakyReLU(0.01) after
 every convolution outside the residual blocks (the 3×3 ones included), ReLU inside
-them. "earlier" is this library's network before it followed theirs (LeakyReLU
-inside the blocks, nothing after the 3×3 convolutions), kept so that the stage-1
-workdirs trained with it load and encode as they were trained.
+them. "leaky_relu_in_blocks" puts LeakyReLU inside the blocks and nothing after the
+3×3 convolutions: the network of stage-1 workdirs trained before the library
+followed the authors', kept so that they load and encode as they were trained.
 
 `downsample_stack` and `upsample_stack` are also CausalVAE's encoder and decoder
 convolutions (models/causalvae.py).
@@ -39,8 +39,18 @@ def identity(x: jax.Array) -> jax.Array:
 # `mcqvae.model.activations`: (inside a residual block, after the 3×3 conv_in).
 ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
     "authors": (nn.relu, leaky_relu),
-    "earlier": (leaky_relu, identity),
+    "leaky_relu_in_blocks": (leaky_relu, identity),
 }
+# What a workdir's config.json may call them from before they were named by what
+# they are; a config without the field means the network of that time.
+FORMER_ACTIVATIONS_NAMES = {"earlier": "leaky_relu_in_blocks"}
+ACTIVATIONS_BEFORE_THE_FIELD = "leaky_relu_in_blocks"
+
+
+def activations_of(name: str) -> tuple[Callable, Callable]:
+    """(inside a residual block, after conv_in) of ACTIVATIONS' `name`, or of the one a
+    former name stands for."""
+    return ACTIVATIONS[FORMER_ACTIVATIONS_NAMES.get(name, name)]
 
 
 # Whether `convolve` is traced as a convolution (False) or as strided slices and one
@@ -237,7 +247,7 @@ class Encoder(nn.Module):
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
-        inside_blocks, after_conv_in = ACTIVATIONS[self.activations]
+        inside_blocks, after_conv_in = activations_of(self.activations)
         x = downsample_stack(images, self.downsample_widths, leaky_relu)
         x = after_conv_in(nn.Conv(self.hidden_width, (3, 3), name="conv_in")(x))
         x = ResidualStack(self.num_res_blocks, self.res_hidden, inside_blocks, name="res")(x)
@@ -256,7 +266,7 @@ class Decoder(nn.Module):
 
     @nn.compact
     def __call__(self, latents: jax.Array) -> jax.Array:
-        inside_blocks, after_conv_in = ACTIVATIONS[self.activations]
+        inside_blocks, after_conv_in = activations_of(self.activations)
         x = after_conv_in(nn.Conv(self.hidden_width, (3, 3), name="conv_in")(latents))
         x = ResidualStack(self.num_res_blocks, self.res_hidden, inside_blocks, name="res")(x)
         return jnp.tanh(upsample_stack(x, self.upsample_widths, self.out_channels, leaky_relu))

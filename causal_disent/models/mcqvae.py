@@ -8,7 +8,8 @@ import chex
 import flax.linen as nn
 import jax
 
-from causal_disent.models.conv import ACTIVATIONS, Decoder, Encoder
+from causal_disent.models.conv import (ACTIVATIONS, ACTIVATIONS_BEFORE_THE_FIELD,
+                                       FORMER_ACTIVATIONS_NAMES, Decoder, Encoder)
 from causal_disent.models.vq import MultiCodebookQuantizer
 
 
@@ -28,8 +29,8 @@ def check_mcqvae_config(model_config) -> None:
         )
     if not model_config.downsample_widths:
         raise ValueError("mcqvae.model.downsample_widths must name at least one width")
-    activations = getattr(model_config, "activations", "earlier")
-    if activations not in ACTIVATIONS:
+    activations = getattr(model_config, "activations", ACTIVATIONS_BEFORE_THE_FIELD)
+    if FORMER_ACTIVATIONS_NAMES.get(activations, activations) not in ACTIVATIONS:
         raise ValueError(f"mcqvae.model.activations must be one of {tuple(ACTIVATIONS)}, "
                          f"got {activations!r}")
 
@@ -56,8 +57,8 @@ class MCQVAE(nn.Module):
     out_channels: int
     commitment_cost: float
     # models/conv.ACTIVATIONS: the configs name the authors' "authors"; a config written
-    # before this field existed means "earlier", the network its workdir was trained with.
-    activations: str = dataclasses.field(default="earlier", kw_only=True)
+    # before this field existed means the network its workdir was trained with.
+    activations: str = dataclasses.field(default=ACTIVATIONS_BEFORE_THE_FIELD, kw_only=True)
 
     def __post_init__(self):
         check_mcqvae_config(self)

@@ -11,10 +11,9 @@ resumed from, as the run logs those steps again.
 Events are written by the calling thread (the loop's metrics-writer thread for
 training rows), one event per row holding all of its scalars. tensorboardX's
 SummaryWriter instead makes one event per scalar and hands each to a logger thread
-through a multiprocessing queue of ten: 100 rows of β-VAE's metrics took 66-93 ms
-of lock-waiting and pickling that way and take 5-7 ms this way (2 CPU cores), Python
-time during which the loop's own thread waits for the interpreter lock between the
-steps it dispatches (benchmarks/metric_writing.py). The events' protos are
+through a multiprocessing queue, an order of magnitude more lock-waiting and pickling
+(benchmarks/metric_writing.py, docs/measured_choices.md): Python time during which
+the loop's own thread waits for the interpreter lock between the steps it dispatches. The events' protos are
 tensorboardX's; the file is ours (utils/record_file.py), whose checksums cost under
 a hundredth of tensorboardX's writer's.
 """

@@ -10,8 +10,8 @@
                 `learned_edge_init`, and, with `restrict_to_learned_graph`, training
                 tunes the edges' strengths but cannot add edges the tests rejected
                 (A's gradient is masked to the DAG's support; A stays a parameter,
-                H(A) stays in the loss). Needs no images: ~10-60 s on the labels,
-                saved to WORKDIR/graph_discovery.json and reused on resume.
+                H(A) stays in the loss). Needs no images, only the labels; saved
+                to WORKDIR/graph_discovery.json and reused on resume.
   "label_loss"  the paper's pre-training (Yang et al., CausalVAE, CVPR 2021, §6 and
                 App. C.3): min_A l_u(A) + λ·H(A) + (ρ/2)·H(A)² on the labels
                 (`pretrain_adjacency`). Kept for comparison: l_u is a squared-error

@@ -21,9 +21,9 @@ from causal_disent.utils.sharding import check_batch_divisible
 STAGE = mcqvae_run.STAGE
 # What a learning-curve point records (reconstruction.evaluate_reconstruction's keys).
 CURVE_KEYS = ("test_mse", "test_psnr", "codebook_perplexity")
-# A final test PSNR this far below the curve's best point means training diverged
-# (seen on an H200 at paper size: 34 dB at step 13 500, 13 dB with a collapsed
-# codebook at 15 000), and stage 2 would learn from damaged codes.
+# A final test PSNR this far below the curve's best point means training diverged (a
+# codebook collapsing late in a long run, docs/measured_choices.md), and stage 2 would
+# learn from damaged codes.
 DIVERGED_BELOW_BEST_DB = 3.0
 
 

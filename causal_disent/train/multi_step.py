@@ -10,24 +10,18 @@ intervals must be multiples of k (`check_config`). With k = 1 the plain jitted s
 runs, exactly as before.
 
 How the k steps run (`train.unroll_call`): unrolled into one straight program, or
-as a loop (`lax.scan` keeps it a loop). XLA:CPU ran a convolutional step inside a
-loop 30x slower (beta-VAE :small, 2 cores: 6.9 s a step against 0.22 s); XLA:GPU
-runs a loop's control on the host, which waits on the device at every iteration
-(jax-ml/jax#2491), so the host cannot queue the next call while one runs: on an
-H200 the loop's host spent 7.5 of each 10-step call's 11.9 ms inside the call at one
-seed, 56 of 66 ms at eight stacked seeds. "auto" unrolls on CPUs and keeps the loop
-on accelerators (it compiles the step once for any k); "on" and "off" choose.
+as a loop (`lax.scan` keeps it a loop). XLA:CPU runs a convolutional step inside a
+loop many times slower than unrolled; XLA:GPU runs a loop's control on the host,
+which waits on the device at every iteration (jax-ml/jax#2491), so the host cannot
+queue the next call while one runs. "auto" unrolls on CPUs and keeps the loop on
+accelerators (it compiles the step once for any k); "on" and "off" choose.
 
 `train.steps_per_call = 0` ("auto", every config's default) chooses k where the stage
 starts (`steps_per_call`): 1 on CPUs, whose steps are long enough that k > 1 gains next
 to nothing (and k = 1 is bit for bit the loop as it was); on GPUs and TPUs the largest
 k up to AUTO_MAX_STEPS_PER_CALL that divides the stage's intervals, its length and the
-step it starts from, so that "auto" never makes a config invalid. On an H200 every
-stage measured ran faster at ten steps a call than at one (2026-11-26, 400 steps,
-benchmarks/loop_overhead.py: β-VAE :small 346 against 217 steps/s and eight stacked
-seeds 102 against 66, both with their data moved to the device at k = 10; the MCQ-VAE
-139 against 124 on host data both times), and CT-VAE's whole :gpu run took 6.4
-minutes against 7.8 (docs/accelerators.md).
+step it starts from, so that "auto" never makes a config invalid. On a GPU every
+stage measured ran faster at ten steps a call than at one (docs/measured_choices.md).
 
 A stage with several step functions (CT-VAE stage 2's modes) scans over
 `lax.switch` on each step's mode index. Its modes return different metrics, so

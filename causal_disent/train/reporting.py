@@ -29,8 +29,7 @@ class MetricsWriter:
     (process 0 only).
 
     The writing happens in a thread of its own: on an accelerator, encoding and
-    writing a row per step took about 0.5 ms a step of host time during which the
-    main thread dispatched nothing (benchmarks/loop_overhead.py). `flush()` waits
+    writing rows is host time during which the main thread would dispatch nothing. `flush()` waits
     for every row given so far and re-raises a failure of the writing; the loop
     flushes before each checkpoint, curve point and stop, so every row of the
     steps a checkpoint holds is on disk before that checkpoint is."""

@@ -6,22 +6,18 @@ from pathlib import Path
 import jax
 from jax.sharding import Mesh
 
-from causal_disent.runs.checkpoint import StageCheckpoints
-from causal_disent.runs.restore import placed_like
+from causal_disent.runs.checkpoint import StageCheckpoints, placed_like
 from causal_disent.runs.results import read_results
 from causal_disent.utils import console, host_memory
 from causal_disent.utils.sharding import replicated
 
 
 # Compiler options of the program that makes a stage's first state, per platform.
-# It runs once, and XLA:CPU's default optimisation of its random draws was most of a
-# short run's setup: 5.9 s for β-VAE at `:small` on 2 CPU cores, 14.4 s for CausalVAE,
-# to run in 5-46 ms. At LLVM's -O1 they compile in 1.4-2.3 s and run in 6-53 ms, with
-# the same bits (benchmarks/first_state_compilation.py; every config's `:tiny`
-# fingerprints, benchmarks/tiny_run_fingerprints.py, unchanged). -O0 compiled faster
-# still but moved CT-VAE's truncated-normal initial weights by a few ulps in about 4 % of
-# their values. Other platforms keep XLA's defaults until measured there
-# (launch/gpu_loop_benchmarks.sh), since the bits may move there too.
+# It runs once, and XLA:CPU's default optimisation of its random draws is most of a
+# short run's setup; at LLVM's -O1 it compiles several times faster with the same bits
+# (-O0 moves some initial weights by a few ulps). Other platforms keep XLA's defaults
+# until measured there (launch/gpu_loop_benchmarks.sh), since the bits may move there
+# too. Figures: docs/measured_choices.md.
 FIRST_STATE_COMPILER_OPTIONS = {"cpu": {"xla_backend_optimization_level": 1}}
 
 
@@ -30,8 +26,8 @@ def fresh_state(create_state: Callable, mesh: Mesh, stage: str | None = None):
     `mesh`'s devices, replicated over `mesh`. A process that compiles everything
     with the least optimisation (JAX_DISABLE_MOST_OPTIMIZATIONS, as the tests do)
     keeps that for this program too. Compiled ahead of its run, so that on a CPU its
-    memory is held against the host's first (3000 stacked `:small` seeds were killed
-    making their 25 GiB state)."""
+    memory is held against the host's first (many stacked seeds can make a state
+    larger than the host)."""
     options = FIRST_STATE_COMPILER_OPTIONS.get(mesh.devices.flat[0].platform)
     if options and jax.config.read("jax_disable_most_optimizations"):
         options = None

@@ -89,10 +89,8 @@ def unrolled_copies_note(num_seeds: int, execution: str, steps_per_call: int,
                          steps_unrolled: bool) -> str | None:
     """A console line for a call that unrolls both the seeds and its k steps, None
     otherwise. Such a call holds S × k copies of the step, and XLA's compile time
-    grows faster than the copies: β-VAE :small on 2 CPU cores compiled one step in
-    4.7 s, eight seeds in 23 s, ten steps in 13 s and eight seeds × ten steps in
-    198 s (JAX_LOG_COMPILES; both are unrolled on a CPU by "auto"), where k > 1
-    gains next to nothing (benchmarks/loop_overhead.py)."""
+    grows faster than the copies (docs/measured_choices.md), while on a CPU k > 1
+    gains next to nothing."""
     if execution != "unroll" or not steps_unrolled or steps_per_call == 1 or num_seeds == 1:
         return None
     return (f"note: each call holds {num_seeds * steps_per_call} copies of the step "
@@ -154,8 +152,7 @@ def seed_state(state, index: int):
 @jax.jit
 def _take(tree, index):
     """Every leaf's row `index`: one compiled program whatever the seed (indexing
-    leaf by leaf outside jit compiled an operation per leaf shape, 2.2 s on 2 CPU
-    cores for β-VAE's 74 leaves; 0.85 s now)."""
+    leaf by leaf outside jit would compile an operation per leaf shape)."""
     return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
@@ -166,8 +163,7 @@ def write_seed_run(single_state, config: ml_collections.ConfigDict, stage: str,
     checkpoint of its state under the single-seed `signature`, so that every tool
     that reads a run (evaluate, figures) reads it as one trained alone. Its results
     are the caller's. The checkpoint is written in the background: the caller closes
-    the returned StageCheckpoints, which waits for it, after evaluating the seed
-    (on 2 CPU cores each wait had been 0.2 s of a β-VAE :small seed's end).
+    the returned StageCheckpoints, which waits for it, after evaluating the seed.
 
     A checkpoint already there (the run evaluated again, --mode=eval) is replaced
     whole: it is an export of the stacked state, which may mend one that became

@@ -311,8 +311,7 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
         del results  # each seed's own are in its workdir
         seed_results = [seed_stage_results(workdir, seed) for seed in seeds]
         # Other processes draw and write each seed's figures while this one computes
-        # the next seed's (utils/figure_workers.py; 8 seeds of :small on 2 CPU cores:
-        # 11.4-12.7 -> 9.9-11.0 s, docs/accelerators.md).
+        # the next seed's (utils/figure_workers.py).
         with figure_workers.saved_in_parallel(min(len(seeds), threads.worker_count())):
             for index, seed in enumerate(seeds):
                 started = time.perf_counter()

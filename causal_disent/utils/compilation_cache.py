@@ -3,9 +3,9 @@
 
 Compiling is most of a short run and part of every restart: a rerun, a resume after a
 preemption or a time limit, the next seed of the same model. With the cache a program
-compiled once is read back from disk (measured on 2 CPU cores: a `:tiny` CT-VAE run
-77 s with the cache off, 75 s the first time with it, 30 s the second; results.json
-the same to the byte, since the cache holds the compiled executable itself).
+compiled once is read back from disk, and a second `:tiny` run takes well under half
+the first's time (docs/measured_choices.md); results.json stays the same to the byte,
+since the cache holds the compiled executable itself.
 
 Where: `--compilation_cache=FOLDER`, else $CAUSAL_DISENT_COMPILATION_CACHE, else
 ~/.cache/causal_disent/compiled/<machine> ($XDG_CACHE_HOME when set); "off" compiles

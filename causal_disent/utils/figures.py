@@ -134,8 +134,7 @@ class Drawing:
 def save_drawn(path: str | Path, draw: Callable, *args, **kwargs) -> Path:
     """`save_figure(draw(*args, **kwargs), path)`, except that inside
     `saved_in_parallel` the worker process also builds the figure: laying out a
-    figure's texts and images costs as much host time as drawing it (a consistency
-    figure 0.3 s, a traversal grid 0.4 s on one CPU core). `draw` must be a
+    figure's texts and images costs as much host time as drawing it. `draw` must be a
     module-level function of a module that imports no JAX (a worker imports it), its
     arguments plain values such as arrays, strings and dicts."""
     return _save(Drawing(draw, args, kwargs), path)
@@ -346,9 +345,8 @@ def _grid_canvas(layout: GridLayout, images: np.ndarray, present: np.ndarray,
 class _PixelLayer(Artist):
     """An RGBA uint8 [height, width, 4] image covering the figure from its top-left
     corner, handed to the renderer as it is. A figimage would give the same PNG, but
-    first converts the pixels to floats and resamples them at scale 1: two fifths
-    of the time of drawing and saving a traversal grid (0.69 -> 0.40 s for 10 × 21
-    cells of 128 × 128 pixels on 2 CPU cores)."""
+    first converts the pixels to floats and resamples them at scale 1, two fifths of
+    the time of drawing and saving a traversal grid."""
 
     zorder = 0  # under the labels, as a figimage is
 

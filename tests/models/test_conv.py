@@ -182,13 +182,14 @@ def test_encoder_and_decoder_follow_the_authors_layers():
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
-def test_earlier_activations_are_the_network_before_it_followed_the_authors():
-    """`activations="earlier"`: LeakyReLU inside the residual blocks and nothing after
-    conv_in, so that stage-1 workdirs trained before the change encode as trained; an
-    MCQ-VAE section without the key (written before it existed) builds it."""
+def test_leaky_relu_in_blocks_is_the_network_before_it_followed_the_authors():
+    """`activations="leaky_relu_in_blocks"`: LeakyReLU inside the residual blocks and
+    nothing after conv_in, so that stage-1 workdirs trained before the change encode as
+    trained; an MCQ-VAE section without the key (written before it existed) or with its
+    former name "earlier" builds it."""
     images = np.random.default_rng(5).uniform(size=(2, 8, 8, 3))
     encoder = Encoder(downsample_widths=(4,), hidden_width=6, num_res_blocks=1,
-                      res_hidden=5, latent_dim=4, activations="earlier")
+                      res_hidden=5, latent_dim=4, activations="leaky_relu_in_blocks")
     params = random_params(encoder, images, 6)
     x = leaky(reference_conv(images, params["down0"]["kernel"], (2, 2), ((1, 1), (1, 1)))
               + params["down0"]["bias"])
@@ -203,4 +204,7 @@ def test_earlier_activations_are_the_network_before_it_followed_the_authors():
     section = tiny_config().mcqvae.model
     assert section.activations == "authors"
     del section["activations"]
-    assert models.build_mcqvae(section, out_channels=3).activations == "earlier"
+    assert models.build_mcqvae(section, out_channels=3).activations == "leaky_relu_in_blocks"
+    formerly_named = encoder.clone(activations="earlier")
+    np.testing.assert_array_equal(formerly_named.apply({"params": params}, images),
+                                  encoder.apply({"params": params}, images))

@@ -39,7 +39,7 @@ MCQVAE_ERRORS = [
     (dict(hidden_width=-1), "mcqvae.model.hidden_width must be positive"),
     (dict(downsample_widths=()), "mcqvae.model.downsample_widths must name at least one"),
     (dict(activations="relu"), r"mcqvae.model.activations must be one of \('authors', "
-                               r"'earlier'\), got 'relu'"),
+                               r"'leaky_relu_in_blocks'\), got 'relu'"),
 ]
 CT_ERRORS = [
     (dict(noise="gaussian"), "ct.model.noise must be one of"),

@@ -11,7 +11,7 @@ Paper stage-2 sizes: batch 16, A = 12 actions, N = 64 nodes, K = 64 codes, pair 
 mode:
   * cache:  rows of the dataset's code cache ([480 000, N] uint8, Shapes3D's size)
             looked up by image index and sent to the device (what the paper config
-            does: it encodes each image once; see causal_disent/train/code_cache.py);
+            does: it encodes each image once; see causal_disent/train/ct_codes.py);
   * encode: the frozen MCQ-VAE encoder on the batch's 2B images (rendered already,
             as the input pipeline's background thread delivers them).
 The encoder is the paper's (Conv 64/128/256, 6 residual blocks of 256, D = 128) with
@@ -60,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 from configs import ctvae_shapes3d  # noqa: E402
 
@@ -212,21 +213,21 @@ def _names_of(known):
 
 
 def main():
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=cli.positive_int, default=10)
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=arguments.positive_int, default=10)
     parser.add_argument("--gnn_backend", default="dense", choices=("dense", "jraph"))
     parser.add_argument("--modes", type=_names_of(MODES), default=",".join(MODES))
     parser.add_argument("--paths", type=_names_of(PATHS), default=",".join(PATHS))
     parser.add_argument("--encoder", default="paper", choices=tuple(ENCODERS))
-    parser.add_argument("--cache_sample", type=cli.non_negative_int, default=2048,
+    parser.add_argument("--cache_sample", type=arguments.non_negative_int, default=2048,
                         help="images rendered and encoded to estimate the cache build (0: skip)")
     for name, value in SIZES.items():
-        parser.add_argument(f"--{name}", type=cli.positive_int, default=value)
+        parser.add_argument(f"--{name}", type=arguments.positive_int, default=value)
     parser.add_argument("--authors_repo", type=Path, default=None,
                         help="a checkout of Strong-AI-Lab/ct-vae: time their step too")
     parser.add_argument("--authors_python", type=Path, default=None,
                         help="the interpreter (with torch, torch-geometric) for their code")
-    parser.add_argument("--authors_steps", type=cli.positive_int, default=3,
+    parser.add_argument("--authors_steps", type=arguments.positive_int, default=3,
                         help="timed steps of their code per mode (their causal step is slow)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     records.add_record_flag(parser)

@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from causal_disent import cli  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
+from causal_disent.utils import arguments  # noqa: E402
 
 VOLATILE_KEY = re.compile(r"second|minute|duration|elapsed")
 
@@ -102,7 +103,8 @@ def fingerprint(config_path: Path, tree: Path) -> dict:
         results = json.loads((Path(workdir) / "results.json").read_text())
         return {"results": results_hash(results),
                 "params": {stage_dir.name: params_hash(stage_dir)
-                           for stage_dir in sorted((Path(workdir) / "checkpoints").iterdir())}}
+                           for stage_dir in sorted((Path(workdir) / "checkpoints").iterdir())
+                           if stage_dir.is_dir()}}  # beside them: ct_stage_one.json
 
 
 def lines(name: str, prints: dict) -> list[str]:
@@ -136,7 +138,7 @@ def tree_commit(tree: Path) -> str | None:
 
 
 def main() -> None:
-    parser = cli.OneLineArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.OneLineArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", default="", help="comma-separated config names or "
                         "files, e.g. betavae_dsprites_synth (default: every configs/*.py)")
     parser.add_argument("--tree", default=str(ROOT), help="the checkout whose code and "

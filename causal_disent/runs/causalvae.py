@@ -18,7 +18,7 @@ from causal_disent.data import pendulum as pendulum_data
 from causal_disent.objectives import causalvae as cv
 from causal_disent.objectives.causalvae_variants import LabelScaling
 from causal_disent.runs.config_file import RunConfigError, read_config
-from causal_disent.runs.restore import restore_trained_params
+from causal_disent.runs.checkpoint import restore_trained_params
 
 STAGE = "causalvae"
 

@@ -24,12 +24,9 @@ earlier steps are intact.
 A save runs orbax's blocking part (the copy to host memory and its bookkeeping) on
 the loop's thread; orbax writes the files in the background. Running that part on a
 thread of its own, from a copy of the state (the next step donates its buffers), was
-tried and measured: on 2 CPU cores the loop's wait per save fell from 27–93 to
-5–20 ms (once every few hundred steps of about 270 ms each), but on an H200
-one-seed β-VAE `:small` went from 0.72 to 0.63 of its bare step
-(benchmarks/loop_overhead.py, the same machine; results/gpu_2026-11-27_h200_issue33/),
-likeliest because the save thread holds the interpreter lock that the loop needs to
-dispatch the next steps.
+tried: it shortened the loop's wait on a CPU but slowed the loop on a GPU, likeliest
+because the save thread holds the interpreter lock that the loop needs to dispatch
+the next steps (docs/measured_choices.md).
 """
 
 import contextlib
@@ -44,12 +41,14 @@ from pathlib import Path
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+from jax.sharding import Mesh
 import tensorstore as ts
 from absl import logging
 
 from causal_disent.runs import orbax_noise, seeds
 from causal_disent.runs.checkpoint_paths import checkpoint_dir  # the stages import it from here
 from causal_disent.utils import json_values
+from causal_disent.utils.sharding import replicated
 
 
 class CheckpointError(RuntimeError):
@@ -111,8 +110,8 @@ class StageCheckpoints:
         """Whether `step` is a periodic save step: a multiple of `save_every_steps` at
         least `min_seconds_between_saves` after the last save (or the stage's start),
         by process 0's clock. On a fast device the steps of a save interval sized for
-        a CPU take a fraction of a second, and each save stalls the loop (about
-        0.15 s a save on an H200, docs/accelerators.md); the seconds bound what a
+        a CPU take a fraction of a second, and each save stalls the loop; the
+        seconds bound what a
         crash can lose instead. With several processes and a time bound, this is a
         collective that every process must call at the same steps."""
         if step % self.save_every_steps != 0:
@@ -297,8 +296,8 @@ def check_arrays_readable(step_dir: Path, keys_per_batch: int = 64) -> None:
     its event loop with the other reads still in flight, and each of them prints a
     traceback ("Event loop is closed") as it completes, about 140 for a tiny MCQ-VAE's
     truncated step, on the console of a run that then resumes fine. Here no read is
-    left behind. An intact step costs one more read of its files (12 ms for that
-    model's 144 values); a state not stored as OCDBT is left to orbax."""
+    left behind. An intact step costs one more read of its files; a state not stored
+    as OCDBT is left to orbax."""
     state_dir = step_dir / "state"
     if not (state_dir / "manifest.ocdbt").exists():
         return
@@ -386,3 +385,28 @@ def _as_json(signature: dict) -> dict:
     # Round-trip so tuples become lists, exactly as the saved JSON reads back.
     return json.loads(json.dumps(signature))
 
+
+# Restoring a trained state ----------------------------------------------------------
+
+def placed_like(abstract_state, mesh: Mesh):
+    """Abstract arrays that restore replicated over `mesh`."""
+    sharding = replicated(mesh)
+    return jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), abstract_state
+    )
+
+
+def restore_trained_params(workdir, stage: str, signature: dict, create_state: Callable,
+                           mesh: Mesh, missing_message: str):
+    """The parameters (replicated over `mesh`) of the latest checkpoint of `stage` in
+    `workdir`, whose state has the structure of `create_state()`; CheckpointError
+    with `missing_message` when there is none, or naming the difference when it was
+    made with another signature or cannot be read (nothing in `workdir` is changed)."""
+    checkpoints = StageCheckpoints(workdir, stage, signature, 1, 1, read_only=True)
+    try:
+        if checkpoints.latest_step() is None:
+            raise CheckpointError(missing_message.format(directory=checkpoints.directory))
+        state = checkpoints.restore_latest(placed_like(jax.eval_shape(create_state), mesh))
+    finally:
+        checkpoints.close()
+    return state.params

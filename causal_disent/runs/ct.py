@@ -17,7 +17,7 @@ from causal_disent.data import transitions
 from causal_disent.models.ct_layer import CausalTransition
 from causal_disent.runs import mcqvae as mcqvae_run
 from causal_disent.runs import stage_one_record
-from causal_disent.runs.restore import restore_trained_params
+from causal_disent.runs.checkpoint import restore_trained_params
 
 STAGE = "ct"
 

@@ -13,8 +13,8 @@ from jax.sharding import Mesh
 
 from causal_disent import models
 from causal_disent.runs import checkpoint_paths
-from causal_disent.runs.checkpoint import CheckpointError, check_workdir_compatible, checkpoint_dir
-from causal_disent.runs.restore import restore_trained_params
+from causal_disent.runs.checkpoint import (CheckpointError, check_workdir_compatible,
+                                           checkpoint_dir, restore_trained_params)
 from causal_disent.utils.images import images_to_unit_range
 
 STAGE = "mcqvae"

@@ -25,7 +25,7 @@ from causal_disent.models.ivae import IVAE
 from causal_disent.models.ladder_vae import LadderVAE
 from causal_disent.models.vae import LatentDiscriminator
 from causal_disent.objectives.vae import needs_discriminator
-from causal_disent.runs.restore import restore_trained_params
+from causal_disent.runs.checkpoint import restore_trained_params
 from causal_disent.utils.images import images_to_unit_range
 
 STAGE = "vae"

@@ -6,7 +6,7 @@ every batch is a set of training-split transitions keyed on the step too, so a
 resumed run repeats an uninterrupted one exactly. The frozen MCQ-VAE gives the
 batch's codes outside the differentiated step (no gradient is ever computed for it
 and its parameters are not in the optimiser), read from a code cache of the whole
-dataset or encoded on the fly (`config.ct.train.code_source`; see code_cache.py).
+dataset or encoded on the fly (`config.ct.train.code_source`; see ct_codes.py).
 """
 
 import functools

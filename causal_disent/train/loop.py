@@ -1,5 +1,6 @@
 """The generic training loop shared by every stage."""
 
+import dataclasses
 import signal
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -16,10 +17,9 @@ from causal_disent.train.deadline import Deadline, TimeBudgetExhausted
 from causal_disent.train.reporting import MetricsWriter, Progress
 
 # How many calls of the step the host may dispatch ahead of the device. JAX runs them
-# asynchronously, so unbounded the host ran up to a log interval ahead (it waits only
-# to fetch the metrics), and a SIGTERM or the deadline took effect that late (50 steps,
-# 105 s, on a CPU CausalVAE run). Two calls queued keep the device busy while the
-# host prepares the next.
+# asynchronously, so unbounded the host runs up to a log interval ahead (it waits only
+# to fetch the metrics), and a SIGTERM or the deadline takes effect that late. Two
+# calls queued keep the device busy while the host prepares the next.
 MAX_CALLS_AHEAD = 2
 
 
@@ -90,99 +90,142 @@ def fit(
     if deadline_lib.expired_on_every_host(deadline):
         raise TimeBudgetExhausted(stage, first_step, last_step, deadline.elapsed_minutes(),
                                   trained=deadline.trained)
-
-    def evaluate_if_due(state, step: int) -> None:
-        if (evaluate_fn is not None and evaluate_every_steps > 0
-                and step % evaluate_every_steps == 0 and step < last_step):
-            writer.flush()  # the curve point's row follows its step's training rows
-            evaluate_fn(state, step)
-
     k = steps_per_call
-    if rows_of_call is None:
-        rows_of_call = _one_row
-    several_hosts = jax.process_count() > 1
-    # Agreeing across processes is a collective, too costly to run every call.
-    check_every = log_every_steps if several_hosts else k
+    run = _Run(stage=stage, last_step=last_step, writer=writer, checkpoints=checkpoints,
+               deadline=deadline, log_every_steps=log_every_steps,
+               rows_of_call=rows_of_call or _one_row, learning_rate_fn=learning_rate_fn,
+               evaluate_fn=evaluate_fn, evaluate_every_steps=evaluate_every_steps,
+               progress=Progress(stage, last_step, global_batch_size, batch_unit),
+               # Agreeing across processes is a collective, too costly to run every call.
+               check_every=log_every_steps if jax.process_count() > 1 else k)
+    writer.discard_after(stage, first_step)
+    run.evaluate_if_due(state, first_step)
+    with interrupts.deferred():
+        for step, local_batch in zip(range(first_step, last_step, k), local_batches):
+            state = run.dispatch(step_fn, state, local_batch, step)
+            step += k  # the step the state is at now
+            if step == first_step + k:
+                run.start_timing(state, step)
+            run.log_if_due(step)
+            run.save(state, step)
+            run.evaluate_if_due(state, step)
+            run.stop_if_signalled(state, step)
+            run.pause_if_due(state, step)
+        run.save(state, last_step, force=True)
+        checkpoints.wait()
+    return state
 
-    def fetched(pending: list[tuple[int, Any]]) -> list[tuple[int, dict]]:
+
+@dataclasses.dataclass
+class _Run:
+    """What `fit` does between its calls of the step, each check a method."""
+
+    stage: str
+    last_step: int
+    writer: MetricsWriter
+    checkpoints: StageCheckpoints
+    deadline: Deadline
+    log_every_steps: int
+    rows_of_call: Callable[[int, Any], list[tuple[int, dict]]]
+    learning_rate_fn: Callable | None
+    evaluate_fn: Callable[[Any, int], None] | None
+    evaluate_every_steps: int
+    progress: Progress
+    check_every: int  # steps between checks of signals and of the time budget
+    several_hosts: bool = dataclasses.field(default_factory=lambda: jax.process_count() > 1)
+    # (step before the call, its metrics) of the calls whose rows are not written yet.
+    pending: list[tuple[int, Any]] = dataclasses.field(default_factory=list)
+
+    def dispatch(self, step_fn: Callable, state, local_batch: dict, step: int):
+        """Runs the call from `step`, staying at most MAX_CALLS_AHEAD calls ahead of
+        the device."""
+        state, metrics = step_fn(state, local_batch, step)
+        self.pending.append((step, metrics))
+        if len(self.pending) > MAX_CALLS_AHEAD:
+            jax.block_until_ready(self.pending[-1 - MAX_CALLS_AHEAD][1])
+        return state
+
+    def start_timing(self, state, step: int) -> None:
+        """After the first call: compilation ends here, so rates start now."""
+        self.deadline.trained = True
+        jax.block_until_ready(state)
+        finite_guard.compile_state_check(state)  # the saves' check, too
+        self.progress.start_timing(step)
+        interrupts.step_finished()
+
+    def log_if_due(self, step: int) -> None:
+        if step % self.log_every_steps == 0 or step == self.last_step:
+            rows, self.pending = self.fetched(self.pending), []
+            self.writer.write(self.stage, rows)
+            self.progress.log(*rows[-1])
+
+    def fetched(self, pending: list[tuple[int, Any]]) -> list[tuple[int, dict]]:
         """The rows on the host, checked: a non-finite one is written (for the
         record) with those before it, then stops the run."""
         calls = jax.device_get(pending)  # one transfer for every pending call
         rows = [row for step, metrics in calls
-                for row in rows_of_call(step, _as_python(metrics))]
-        rows = _with_learning_rates(rows, learning_rate_fn)
+                for row in self.rows_of_call(step, _as_python(metrics))]
+        rows = _with_learning_rates(rows, self.learning_rate_fn)
         bad = finite_guard.first_non_finite(rows)
         if bad is not None:
-            writer.write(stage, [row for row in rows if row[0] <= bad[0]])
-            writer.flush()
-            raise finite_guard.NonFiniteTraining(stage, *bad, checkpoints.latest_path())
+            self.writer.write(self.stage, [row for row in rows if row[0] <= bad[0]])
+            self.writer.flush()
+            raise finite_guard.NonFiniteTraining(self.stage, *bad,
+                                                 self.checkpoints.latest_path())
         return rows
 
-    def save(state, step: int, pending, *, force: bool = False) -> None:
+    def save(self, state, step: int, *, force: bool = False) -> None:
         """Saves `state` at `step` when due (or `force`), after checking the rows not
         yet written and the state itself."""
-        if not (force or checkpoints.due(step)):
+        if not (force or self.checkpoints.due(step)):
             return
-        fetched(pending)
-        writer.flush()  # the rows of the steps this checkpoint holds are on disk first
+        self.fetched(self.pending)
+        self.writer.flush()  # the rows of the steps this checkpoint holds are on disk first
         if not finite_guard.state_is_finite(state):
             raise finite_guard.NonFiniteTraining(
-                stage, step, "a parameter or optimiser value is not finite",
-                checkpoints.latest_path())
-        checkpoints.save(state, step, force=True)
+                self.stage, step, "a parameter or optimiser value is not finite",
+                self.checkpoints.latest_path())
+        self.checkpoints.save(state, step, force=True)
 
-    def stop(state, step: int, pending) -> None:
+    def evaluate_if_due(self, state, step: int) -> None:
+        if (self.evaluate_fn is not None and self.evaluate_every_steps > 0
+                and step % self.evaluate_every_steps == 0 and step < self.last_step):
+            self.writer.flush()  # the curve point's row follows its step's training rows
+            self.evaluate_fn(state, step)
+
+    def stop_if_signalled(self, state, step: int) -> None:
+        if not (step % self.check_every == 0 or step == self.last_step):
+            return
+        signal_number = interrupts.requested(on_every_host=self.several_hosts)
+        if signal_number is not None:
+            logging.warning("[%s] %s received: saving step %d and stopping", self.stage,
+                            signal.Signals(signal_number).name, step)
+            self._stop(state, step)
+            raise interrupts.Interrupted(signal_number, self.stage, step)
+
+    def pause_if_due(self, state, step: int) -> None:
+        """Stops at the deadline's pause step or when the time budget is spent."""
+        at_pause_step = step < self.last_step and self.deadline.step_reached(step)
+        if at_pause_step or (step < self.last_step and step % self.check_every == 0
+                             and deadline_lib.expired_on_every_host(self.deadline)):
+            logging.warning("[%s] %s; saving step %d", self.stage,
+                            "pause step reached" if at_pause_step else
+                            f"time budget of {self.deadline.minutes:g} minutes spent", step)
+            self._stop(state, step)
+            self.checkpoints.close()  # the stage ends here
+            raise TimeBudgetExhausted(self.stage, step, self.last_step,
+                                      self.deadline.elapsed_minutes(),
+                                      at_pause_step=at_pause_step)
+
+    def _stop(self, state, step: int) -> None:
         """Writes the pending rows and waits for a checkpoint of `step`."""
-        rows = fetched(pending)
-        writer.write(stage, rows)
+        rows = self.fetched(self.pending)
+        self.writer.write(self.stage, rows)
         if rows:
-            progress.log(*rows[-1])
-        save(state, step, [], force=True)
-        checkpoints.wait()
-
-    progress = Progress(stage, last_step, global_batch_size, batch_unit)
-    writer.discard_after(stage, first_step)
-    pending: list[tuple[int, Any]] = []  # (step before the call, its metrics)
-    evaluate_if_due(state, first_step)
-    with interrupts.deferred():
-        for step, local_batch in zip(range(first_step, last_step, k), local_batches):
-            state, metrics = step_fn(state, local_batch, step)
-            pending.append((step, metrics))
-            if len(pending) > MAX_CALLS_AHEAD:
-                jax.block_until_ready(pending[-1 - MAX_CALLS_AHEAD][1])
-            step += k  # the step the state is at now
-            if step == first_step + k:
-                deadline.trained = True
-                jax.block_until_ready(state)  # compilation ends here; rates start now
-                finite_guard.compile_state_check(state)  # the saves' check, too
-                progress.start_timing(step)
-                interrupts.step_finished()
-            if step % log_every_steps == 0 or step == last_step:
-                rows, pending = fetched(pending), []
-                writer.write(stage, rows)
-                progress.log(*rows[-1])
-            save(state, step, pending)
-            evaluate_if_due(state, step)
-            if step % check_every == 0 or step == last_step:
-                signal_number = interrupts.requested(on_every_host=several_hosts)
-                if signal_number is not None:
-                    logging.warning("[%s] %s received: saving step %d and stopping", stage,
-                                    signal.Signals(signal_number).name, step)
-                    stop(state, step, pending)
-                    raise interrupts.Interrupted(signal_number, stage, step)
-            at_pause_step = step < last_step and deadline.step_reached(step)
-            if at_pause_step or (step < last_step and step % check_every == 0
-                                 and deadline_lib.expired_on_every_host(deadline)):
-                logging.warning("[%s] %s; saving step %d", stage,
-                                "pause step reached" if at_pause_step else
-                                f"time budget of {deadline.minutes:g} minutes spent", step)
-                stop(state, step, pending)
-                checkpoints.close()  # the stage ends here
-                raise TimeBudgetExhausted(stage, step, last_step, deadline.elapsed_minutes(),
-                                          at_pause_step=at_pause_step)
-        save(state, last_step, pending, force=True)
-        checkpoints.wait()
-    return state
+            self.progress.log(*rows[-1])
+        self.pending = []
+        self.save(state, step, force=True)
+        self.checkpoints.wait()
 
 
 def _one_row(step: int, metrics: dict) -> list[tuple[int, dict]]:

@@ -34,8 +34,7 @@ from jax.sharding import Mesh
 
 from causal_disent.data import pipeline
 from causal_disent.runs import tensorboard
-from causal_disent.runs.checkpoint import StageCheckpoints
-from causal_disent.runs.restore import placed_like
+from causal_disent.runs.checkpoint import StageCheckpoints, placed_like
 from causal_disent.runs.results import read_results, update_results
 from causal_disent.train import multi_step, resume
 from causal_disent.train.device_data import DeviceData, place
@@ -226,104 +225,133 @@ def _revisit(stage: Stage, workdir: Path, mesh: Mesh, mode: str) -> dict:
 def compiled_step_fn(training: Training, mesh: Mesh, stage: str = "",
                      steps_per_call: int = 1,
                      unroll_call: str = "auto") -> tuple[Callable, Callable | None]:
-    """(step_fn, rows_of_call) for `loop.fit`: step_fn(state, this host's batch,
-    step) -> (state, metrics) runs the jitted step of the step's mode, batch sharded
-    and state replicated over `mesh`, state donated; with `steps_per_call` k > 1 it
-    runs the k steps from `step` on k stacked batches in one call, and rows_of_call
-    splits their metrics into rows (None for k = 1: one row a call); `unroll_call`
-    says whether those k steps are unrolled or a loop (multi_step.unrolled). With
-    `training.device_data`, the batch holds row indices and the compiled call
-    gathers its data from the table placed on the devices here. The first call of
-    each mode compiles it, from seconds to minutes: the console says so first."""
-    k = steps_per_call
-    modes = tuple(training.steps)
-    several_modes = len(modes) > 1
-    if several_modes and training.mode_of_step is None:
-        raise ValueError(f"a stage with several step functions {modes} needs mode_of_step")
-    data = training.device_data
-    table = None
-    if data is not None:
-        started = time.perf_counter()
-        table = jax.block_until_ready(place(data.table, mesh))
-        # In log.txt only: with the rendering's line it splits a run's setup time.
-        logging.info("[%s] training data placed on the devices in %.1f s", stage,
-                     time.perf_counter() - started)
-    # A stacked call's batches are [k, batch, ...]: the batch axis moves to second.
-    batch_sharding = batch_sharded(mesh) if k == 1 else batch_sharded(mesh, axis=1)
+    """(step_fn, rows_of_call) for `loop.fit` (`CompiledSteps`); rows_of_call is None
+    for one step a call: one row a call."""
+    steps = CompiledSteps(training, mesh, stage, steps_per_call, unroll_call)
+    return steps, (steps.rows_of_call if steps.steps_per_call > 1 else None)
 
-    def with_data(build: Callable[[dict], Callable]) -> Callable:
+
+class CompiledSteps:
+    """A stage's jitted step(s) as `loop.fit` calls them: `(state, this host's batch,
+    step) -> (state, metrics)` runs the step of the step's mode, batch sharded and
+    state replicated over `mesh`, state donated.
+
+    With `steps_per_call` k > 1 one call runs the k steps from `step` on k stacked
+    batches, and `rows_of_call` splits their metrics into rows; `unroll_call` says
+    whether those k steps are unrolled or a loop (multi_step.unrolled). With
+    `training.device_data`, the batch holds row indices and the compiled call gathers
+    its data from the table placed on the devices here. The first call of each mode
+    compiles it, from seconds to minutes: the console says so first."""
+
+    def __init__(self, training: Training, mesh: Mesh, stage: str = "",
+                 steps_per_call: int = 1, unroll_call: str = "auto"):
+        self.training, self.mesh, self.stage = training, mesh, stage
+        self.steps_per_call = steps_per_call
+        self.modes = tuple(training.steps)
+        self.several_modes = len(self.modes) > 1
+        if self.several_modes and training.mode_of_step is None:
+            raise ValueError(
+                f"a stage with several step functions {self.modes} needs mode_of_step")
+        self.table = self._placed_device_table()
+        # A stacked call's batches are [k, batch, ...]: the batch axis moves to second.
+        self.batch_sharding = (batch_sharded(mesh) if steps_per_call == 1
+                               else batch_sharded(mesh, axis=1))
+        self.rows = multi_step.Rows(self.modes if self.several_modes else None)
+        self.calls = self._jitted_calls(multi_step.unrolled(unroll_call, platform_of(mesh)))
+        self.not_yet_run = set(self.calls)
+
+    def __call__(self, state, local_batch: dict, step: int):
+        batch = global_batch(local_batch, self.mesh, self.batch_sharding)
+        if self.training.prepare_batch is not None:
+            batch = self.training.prepare_batch(batch)
+        if self.steps_per_call > 1:
+            if not self.several_modes:
+                return self._run("all", state, batch)
+            return self._run("all", state, batch, self._mode_indices(step))
+        if not self.several_modes:
+            (only,) = self.calls
+            return self._run(only, state, batch)
+        mode = self.training.mode_of_step(step)
+        state, metrics = self._run(mode, state, batch)
+        return state, {**metrics, "mode": mode}
+
+    def rows_of_call(self, step: int, metrics: dict) -> list[tuple[int, dict]]:
+        """The fetched metrics of the k-step call from `step`, one row per step."""
+        step_modes = ([self.training.mode_of_step(s)
+                       for s in range(step, step + self.steps_per_call)]
+                      if self.several_modes else None)
+        return self.rows(step, metrics, step_modes)
+
+    def _placed_device_table(self):
+        data = self.training.device_data
+        if data is None:
+            return None
+        started = time.perf_counter()
+        table = jax.block_until_ready(place(data.table, self.mesh))
+        # In log.txt only: with the rendering's line it splits a run's setup time.
+        logging.info("[%s] training data placed on the devices in %.1f s", self.stage,
+                     time.perf_counter() - started)
+        return table
+
+    def _jitted_calls(self, unroll: bool) -> dict[str, Callable]:
+        """{mode: jitted step} for one step a call; {"all": jitted k-step call}
+        otherwise (scanning over the modes' switch when there are several)."""
+        if self.steps_per_call == 1:
+            return {mode: self._jitted(self._with_data(lambda steps, mode=mode: steps[mode]))
+                    for mode in self.modes}
+        if self.several_modes:
+            return {"all": self._jitted(self._with_data(
+                lambda steps: multi_step.scanned_modes(steps, self.rows, unroll)),
+                extra_inputs=1)}
+        only = self.modes[0]
+        return {"all": self._jitted(self._with_data(
+            lambda steps: multi_step.scanned(steps[only], unroll)))}
+
+    def _with_data(self, build: Callable[[dict], Callable]) -> Callable:
         """The call `build(step functions)` makes, taking the device table last and
         giving the step functions the batches gathered from it (when there is one)."""
+        data = self.training.device_data
         if data is None:
-            return build(training.steps)
+            return build(self.training.steps)
 
         def call(state, batch, rng, *extra_and_table):
             *extra, table = extra_and_table
             steps = {mode: functools.partial(_on_gathered, step, data.gather, table)
-                     for mode, step in training.steps.items()}
+                     for mode, step in self.training.steps.items()}
             return build(steps)(state, batch, rng, *extra)
         return call
 
-    def jitted(call, extra_inputs: int = 0):
-        in_shardings = (replicated(mesh), batch_sharding, replicated(mesh))
-        in_shardings += (replicated(mesh),) * (extra_inputs + (data is not None))
+    def _jitted(self, call: Callable, extra_inputs: int = 0) -> Callable:
+        replicated_inputs = extra_inputs + (self.table is not None)
+        in_shardings = ((replicated(self.mesh), self.batch_sharding, replicated(self.mesh))
+                        + (replicated(self.mesh),) * replicated_inputs)
         return jax.jit(call, in_shardings=in_shardings,
-                       out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0)
+                       out_shardings=(replicated(self.mesh), replicated(self.mesh)),
+                       donate_argnums=0)
 
-    rows = multi_step.Rows(modes if several_modes else None)
-    unroll = multi_step.unrolled(unroll_call, platform_of(mesh))
-    if k == 1:
-        compiled = {mode: jitted(with_data(lambda steps, mode=mode: steps[mode]))
-                    for mode in modes}
-    elif several_modes:
-        compiled = {"all": jitted(with_data(
-            lambda steps: multi_step.scanned_modes(steps, rows, unroll)), extra_inputs=1)}
-    else:
-        compiled = {"all": jitted(with_data(
-            lambda steps: multi_step.scanned(steps[modes[0]], unroll)))}
-    not_yet_run = set(compiled)
+    def _mode_indices(self, step: int) -> jax.Array:
+        """The modes of the k steps from `step`, as indices into `modes`, on the devices."""
+        step_modes = [self.modes.index(self.training.mode_of_step(s))
+                      for s in range(step, step + self.steps_per_call)]
+        return global_batch(np.asarray(step_modes, np.int32), self.mesh,
+                            replicated(self.mesh))
 
-    def run_compiled(key: str, state, batch, *extra):
-        inputs = (state, batch, training.rng, *extra, *(() if table is None else (table,)))
-        if key in not_yet_run:
-            not_yet_run.discard(key)
-            what = (f"the {key} step" if k == 1 and several_modes
+    def _run(self, key: str, state, batch, *extra):
+        inputs = (state, batch, self.training.rng, *extra,
+                  *(() if self.table is None else (self.table,)))
+        if key in self.not_yet_run:
+            self.not_yet_run.discard(key)
+            k = self.steps_per_call
+            what = (f"the {key} step" if k == 1 and self.several_modes
                     else "the training step" if k == 1 else f"the {k}-step call")
-            console.say(f"[{stage}] compiling {what}...")
+            console.say(f"[{self.stage}] compiling {what}...")
             # Compiled ahead of its first call, so that its memory is known before it
-            # runs; later calls run this executable (the jitted function's own dispatch
-            # costs the same: 0.21 ms a call either way on 2 CPU cores).
-            compiled[key] = host_memory.compile_checked(
-                compiled[key], inputs, what, stage,
+            # runs; later calls run this executable, whose dispatch costs what the
+            # jitted function's does.
+            self.calls[key] = host_memory.compile_checked(
+                self.calls[key], inputs, what, self.stage,
                 saved_state_bytes=host_memory.array_bytes(state))
-        return compiled[key](*inputs)
-
-    def step_fn(state, local_batch: dict, step: int):
-        batch = global_batch(local_batch, mesh, batch_sharding)
-        if training.prepare_batch is not None:
-            batch = training.prepare_batch(batch)
-        if k > 1:
-            if not several_modes:
-                return run_compiled("all", state, batch)
-            step_modes = [modes.index(training.mode_of_step(s)) for s in range(step, step + k)]
-            mode_index = global_batch(np.asarray(step_modes, np.int32), mesh, replicated(mesh))
-            return run_compiled("all", state, batch, mode_index)
-        if not several_modes:
-            (only,) = compiled
-            return run_compiled(only, state, batch)
-        mode = training.mode_of_step(step)
-        state, metrics = run_compiled(mode, state, batch)
-        return state, {**metrics, "mode": mode}
-
-    if k == 1:
-        return step_fn, None
-
-    def rows_of_call(step: int, metrics: dict):
-        step_modes = ([training.mode_of_step(s) for s in range(step, step + k)]
-                      if several_modes else None)
-        return rows(step, metrics, step_modes)
-
-    return step_fn, rows_of_call
+        return self.calls[key](*inputs)
 
 
 def _on_gathered(step: StepFn, gather: Callable, table: dict, state, batch, rng):

@@ -21,7 +21,7 @@ from causal_disent.runs import vae as vae_run
 from causal_disent.runs import workdir_lock
 from causal_disent.runs.config_file import record_command, with_absolute_paths, write_config
 from causal_disent.runs.results import read_results
-from causal_disent.train import causalvae_stage, code_cache, config_ranges, ct_stage
+from causal_disent.train import causalvae_stage, config_ranges, ct_codes, ct_stage
 from causal_disent.train import deadline as deadline_lib
 from causal_disent.train import device_data, mcqvae_stage, multi_step, out_of_memory, runner
 from causal_disent.train import resumed_config, split_sizes, vae_stage
@@ -284,7 +284,7 @@ def _run_stages(config, workdir: Path, mesh, mode: str, deadline) -> dict:
             started = time.perf_counter()
             try:
                 results[stage] = STAGES[stage][0].run(config, workdir, mesh, mode)
-            except code_cache.CodeCacheError as error:  # found once stage 1 is loaded
+            except ct_codes.CodeCacheError as error:  # found once stage 1 is loaded
                 raise InvalidRunError(str(error)) from error
             except (MemoryError, jax.errors.JaxRuntimeError) as error:
                 if not out_of_memory.is_out_of_memory(error):

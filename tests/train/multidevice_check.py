@@ -26,7 +26,7 @@ from causal_disent.objectives.factor_vae import permute_dims  # noqa: E402
 from causal_disent.objectives.mcqvae import mcqvae_loss  # noqa: E402
 from causal_disent.objectives.vae import bind_loss  # noqa: E402
 from causal_disent.runs import vae as vae_run  # noqa: E402
-from causal_disent.train import code_cache  # noqa: E402
+from causal_disent.train import ct_codes  # noqa: E402
 from causal_disent.utils import host_memory, sharding  # noqa: E402
 from causal_disent.train.state import TrainState, train_step  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402
@@ -82,11 +82,11 @@ def compare_ct_modes():
 def compare_code_cache(model, params, dataset):
     """Codes of 100 images (batches of 64 over the devices, the last one wrapping)
     built on 1 and on 8 devices; returns the number of codes that differ."""
-    identity = code_cache.CacheIdentity("shapes3d_synth", num_images=100, num_nodes=2 * 8 * 8,
+    identity = ct_codes.CacheIdentity("shapes3d_synth", num_images=100, num_nodes=2 * 8 * 8,
                                         num_codes=8, stage1_step=0, params_hash="")
     built = []
     for mesh in (sharding.make_data_mesh(jax.devices()[:1]), sharding.make_data_mesh()):
-        built.append(code_cache.build(
+        built.append(ct_codes.build(
             encode=ct_retrieval.make_encoder(model, mesh), params=params,
             images=lambda index: dataset.images(index * 4801), identity=identity,
             mesh=mesh, batch_size=64,

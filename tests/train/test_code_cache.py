@@ -14,7 +14,7 @@ import pytest
 from causal_disent.data import registry, splits, transitions
 from causal_disent.evaluation import ct_retrieval
 from causal_disent.runs import mcqvae as mcqvae_run
-from causal_disent.train import code_cache, ct_codes, ct_stage, stages
+from causal_disent.train import ct_codes, ct_stage, stages
 from causal_disent.utils.sharding import global_batch, make_data_mesh
 from tests.helpers import serve_small_shapes3d, tiny_config
 
@@ -85,7 +85,7 @@ def test_cached_batches_equal_encoded_batches(stage1, both_runs):
     mcqvae, params = mcqvae_run.load_trained(config, stage1, mesh, dataset)
     encode = ct_retrieval.make_encoder(mcqvae, mesh)
     identity = ct_codes.cache_identity(config, dataset, mcqvae, params, stage1)
-    codes = code_cache.load(both_runs["cache"] / "code_cache", identity)
+    codes = ct_codes.load(both_runs["cache"] / "code_cache", identity)
     assert codes.shape == (dataset.num_images, identity.num_nodes) and codes.dtype == np.uint8
 
     def batches(codes_or_none):
@@ -100,7 +100,7 @@ def test_cached_batches_equal_encoded_batches(stage1, both_runs):
 
 
 def test_auto_caches_only_when_it_saves_encodes():
-    identity = code_cache.CacheIdentity("d", num_images=1000, num_nodes=64, num_codes=64,
+    identity = ct_codes.CacheIdentity("d", num_images=1000, num_nodes=64, num_codes=64,
                                         stage1_step=1, params_hash="h")
     train = tiny_config().ct.train
     train.code_source = "auto"
@@ -109,7 +109,7 @@ def test_auto_caches_only_when_it_saves_encodes():
     train.code_cache_max_gb = 1e-6  # 64 kB cache > 1 kB
     assert not ct_codes.use_code_cache(train, batch_size=16, total_steps=10**6, identity=identity)
     train.code_source = "cache"
-    with pytest.raises(code_cache.CodeCacheError, match="code_source=encode"):
+    with pytest.raises(ct_codes.CodeCacheError, match="code_source=encode"):
         ct_codes.use_code_cache(train, batch_size=16, total_steps=10, identity=identity)
 
 
@@ -122,38 +122,38 @@ def built_cache(both_runs, tmp_path):
     directory = tmp_path / "code_cache"
     shutil.copytree(both_runs["cache"] / "code_cache", directory)
     meta = json.loads((directory / "codes.json").read_text())
-    identity = code_cache.CacheIdentity(
-        **{f.name: meta[f.name] for f in dataclasses.fields(code_cache.CacheIdentity)})
+    identity = ct_codes.CacheIdentity(
+        **{f.name: meta[f.name] for f in dataclasses.fields(ct_codes.CacheIdentity)})
     return directory, identity
 
 
 def test_a_valid_cache_loads(built_cache):
     directory, identity = built_cache
-    assert code_cache.load(directory, identity).shape == (identity.num_images, identity.num_nodes)
+    assert ct_codes.load(directory, identity).shape == (identity.num_images, identity.num_nodes)
 
 
 def test_cache_of_another_stage_one_checkpoint_is_refused(built_cache):
     directory, identity = built_cache
     other = dataclasses.replace(identity, stage1_step=identity.stage1_step + 100,
                                 params_hash="0123456789abcdef")
-    with pytest.raises(code_cache.CodeCacheError, match=r"built from stage-1 step .*delete .* to rebuild"):
-        code_cache.load(directory, other)
+    with pytest.raises(ct_codes.CodeCacheError, match=r"built from stage-1 step .*delete .* to rebuild"):
+        ct_codes.load(directory, other)
 
 
 def test_cache_of_another_dataset_is_refused(built_cache):
     directory, identity = built_cache
     other = dataclasses.replace(identity, dataset="shapes3d_synth", num_images=480_000)
-    with pytest.raises(code_cache.CodeCacheError,
+    with pytest.raises(ct_codes.CodeCacheError,
                        match=r"dataset 'shapes3d_corner'.*uses 'shapes3d_synth'.*--workdir"):
-        code_cache.load(directory, other)
+        ct_codes.load(directory, other)
 
 
 def test_truncated_cache_file_is_refused(built_cache):
     directory, identity = built_cache
     path = directory / "codes.npy"
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    with pytest.raises(code_cache.CodeCacheError, match="truncated or corrupt.*delete"):
-        code_cache.load(directory, identity)
+    with pytest.raises(ct_codes.CodeCacheError, match="truncated or corrupt.*delete"):
+        ct_codes.load(directory, identity)
 
 
 def test_damaged_cache_file_is_refused(built_cache):
@@ -162,14 +162,14 @@ def test_damaged_cache_file_is_refused(built_cache):
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
-    with pytest.raises(code_cache.CodeCacheError, match="checksum"):
-        code_cache.load(directory, identity)
+    with pytest.raises(ct_codes.CodeCacheError, match="checksum"):
+        ct_codes.load(directory, identity)
 
 
 def test_a_build_that_never_finished_is_rebuilt(built_cache):
     directory, identity = built_cache
     (directory / "codes.json").unlink()  # the metadata is written last
-    assert code_cache.load(directory, identity) is None
+    assert ct_codes.load(directory, identity) is None
 
 
 def test_stale_cache_stops_the_run_with_the_fix(stage1, both_runs, tmp_path):

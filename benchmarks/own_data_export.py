@@ -7,6 +7,9 @@ number of the two results.json files.
       --config=configs/ctvae_shapes3d.py:tiny --out_dir=/tmp/export \
       --record=results/own_data_export_tiny.json
 
+--concurrent trains both at once, each pinned to a core of its own, so that a `:small`
+comparison takes one run's time on 2 cores and both run under the same conditions.
+
 The export holds the images in flat-index order with their factor indices, so the
 files dataset sees the same grid, splits and transition batches as the built-in one
 (tests/data/test_own_data.py checks that part on a small grid); this command checks
@@ -45,17 +48,47 @@ def numbers(tree, path: str = ""):
         yield path, tree
 
 
-def train(config: str, workdir: Path, *flags: str) -> tuple[dict, float]:
-    start = time.perf_counter()
-    result = subprocess.run(
+def start_training(config: str, workdir: Path, flags: Sequence[str],
+                   core: int | None) -> subprocess.Popen:
+    """`causal_disent.main` on `config` in `workdir`, pinned to `core` when given."""
+    pin = None if core is None else (lambda: os.sched_setaffinity(0, {core}))
+    return subprocess.Popen(
         [sys.executable, "-m", "causal_disent.main", f"--config={config}",
          f"--workdir={workdir}", *flags],
         cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
-        capture_output=True, text=True)
-    if result.returncode:
-        sys.exit(result.stderr.strip().splitlines()[-1] if result.stderr.strip()
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=pin)
+
+
+def finished(process: subprocess.Popen, workdir: Path, started: float) -> tuple[dict, float]:
+    """The results.json of a training started at `started`, and its seconds."""
+    _, stderr = process.communicate()
+    seconds = time.perf_counter() - started
+    if process.returncode:
+        sys.exit(stderr.strip().splitlines()[-1] if stderr.strip()
                  else f"error: training {workdir} failed")
-    return json.loads((workdir / "results.json").read_text()), time.perf_counter() - start
+    return json.loads((workdir / "results.json").read_text()), seconds
+
+
+def train_both(config: str, out: Path, dataset_flags: Sequence[str],
+               files_flags: Sequence[str], concurrent: bool) -> tuple[dict, float, dict, float]:
+    """Trains on the built-in dataset and on the export, one after the other, or at
+    once with each pinned to a core of its own (the same conditions for both)."""
+    cores = sorted(os.sched_getaffinity(0))
+    if concurrent and len(cores) < 2:
+        sys.exit("error: --concurrent needs two cores to pin the two runs to, and this "
+                 f"process may use {len(cores)}; drop --concurrent")
+    started = time.perf_counter()
+    if concurrent:
+        built_in = start_training(config, out / "built_in", dataset_flags, cores[0])
+        files = start_training(config, out / "files", files_flags, cores[1])
+        return (*finished(built_in, out / "built_in", started),
+                *finished(files, out / "files", started))
+    first = finished(start_training(config, out / "built_in", dataset_flags, None),
+                     out / "built_in", started)
+    started = time.perf_counter()
+    second = finished(start_training(config, out / "files", files_flags, None),
+                      out / "files", started)
+    return (*first, *second)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -63,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dataset", default="shapes3d_synth")
     parser.add_argument("--config", default="configs/ctvae_shapes3d.py:tiny")
     parser.add_argument("--out_dir", required=True, help="the export and both workdirs")
+    parser.add_argument("--concurrent", action="store_true",
+                        help="train both at once, each pinned to one core")
     records.add_record_flag(parser)
     args = parser.parse_args(argv)
     recorder = records.script_recorder(args.record)
@@ -77,10 +112,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not export.exists():
         own_files.save_npz(export, dataset)
     export_seconds = time.perf_counter() - start
-    built_in, built_in_seconds = train(args.config, out / "built_in",
-                                       f"--config.data.name={args.dataset}")
-    files, files_seconds = train(args.config, out / "files", "--config.data.name=files",
-                                 f"--config.data.path={export}")
+    built_in, built_in_seconds, files, files_seconds = train_both(
+        args.config, out, [f"--config.data.name={args.dataset}"],
+        ["--config.data.name=files", f"--config.data.path={export}"], args.concurrent)
     first, second = dict(numbers(built_in)), dict(numbers(files))
     timing = [path for path in first if "second" in path or path.endswith("minutes")]
     differing = sorted(path for path in set(first) | set(second)
@@ -95,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "mcqvae.test_psnr", "ct.action_accuracy", "ct.factor_accuracy")},
         "training_seconds": {"built_in": round(built_in_seconds, 1),
                              "files": round(files_seconds, 1)},
+        "concurrent": args.concurrent,
     }
     print(json.dumps(summary, indent=1))
     records.write_or_exit(recorder, summary)

@@ -86,7 +86,7 @@ def test_an_image_folder_off_the_grid_trains_ct_vae_on_its_pairs_a_vae_and_causa
     assert "betavae and factorvae set one factor's value" in card["metrics_not_run"]
     [scored] = card["representations"].values()
     assert set(scored["metrics"]) == {
-        "mig", "sap", "dci", "modularity_explicitness", "unsupervised"}
+        "mig", "sap", "dci", "modularity_explicitness", "unsupervised", "infomec"}
     train(VAE, path, folder / "folder_vae")
     causalvae = train(CAUSALVAE, path, folder / "folder_causalvae", THREE_CONCEPTS)
     assert causalvae["causalvae"]["true_graph"] is None  # no causal_graph.csv: no SHD

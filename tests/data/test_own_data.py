@@ -122,7 +122,7 @@ def test_off_the_grid_rows_are_drawn_jointly_and_the_grid_metrics_are_refused(tm
                                          r"--metrics=mig,sap,dci,modularity_explicitness"):
         card.metrics_for(own, ["mig", "betavae", "factorvae"], asked_for_all=False)
     assert card.metrics_for(own, list(card.METRICS), asked_for_all=True) == [
-        "mig", "sap", "dci", "modularity_explicitness", "unsupervised"]
+        "mig", "sap", "dci", "modularity_explicitness", "unsupervised", "infomec"]
     with pytest.raises(ValueError, match="CT-VAE learns from pairs .* list its transition "
                                          "pairs"):
         transitions.sampler_for(own, {"train": np.arange(100)}, seed=0)

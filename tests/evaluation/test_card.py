@@ -42,6 +42,8 @@ def test_identity_card_reaches_the_ceiling_where_the_metric_allows(identity_card
     # Modularity below 1 at 300 samples: the plug-in MI is biased upward off-factor.
     assert scores_of(identity_card, "modularity_explicitness")["modularity_score"] > 0.9
     assert abs(scores_of(identity_card, "unsupervised")["gaussian_total_correlation"]) < 0.05
+    infomec = scores_of(identity_card, "infomec")
+    assert infomec["infom"] > 0.95 and infomec["infoc"] > 0.95 and infomec["infoe"] > 0.95
 
 
 def test_identity_mig_at_the_reference_size(dsprites):
@@ -64,8 +66,10 @@ def test_card_records_settings_timings_and_versions(identity_card):
 
 def test_random_projection_is_the_floor(dsprites, identity_card):
     rep = representations.random_representation(dsprites, seed=0)
-    floor = card.metric_card(dsprites, rep, ["mig", "dci", "unsupervised"], SMALL, seed=0)
+    floor = card.metric_card(dsprites, rep, ["mig", "dci", "unsupervised", "infomec"], SMALL,
+                             seed=0)
     assert scores_of(floor, "mig")["discrete_mig"] < 0.3
+    assert scores_of(floor, "infomec")["infom"] < 0.7 and scores_of(floor, "infomec")["infoc"] < 0.5
     assert scores_of(floor, "dci")["disentanglement"] < 0.5 * scores_of(
         identity_card, "dci")["disentanglement"]
     assert scores_of(floor, "unsupervised")["gaussian_total_correlation"] > 0.3

@@ -14,6 +14,7 @@ rng, ...)` that joins them, and its `CARD_ENTRY`; `common` holds what they share
   factorvae                FactorVAE score, 10 000 variance samples, 10 000 / 5 000 votes
   modularity_explicitness  Ridgeway & Mozer, 10 000 train / 5 000 test
   unsupervised             Gaussian total / Wasserstein correlation, mean pairwise MI
+  infomec                  InfoM / InfoE / InfoC (Hsu et al., NeurIPS 2023), 10 000 points
 
 `rng` is a numpy Generator; classifier seeds are drawn from it, so one rng fixes
 the whole result. Not on the card: `mic` (MIC/TIC of concepts against labels) and
@@ -30,6 +31,7 @@ from causal_disent.evaluation.metrics import (
     betavae,
     dci,
     factorvae,
+    infomec,
     mig,
     modularity_explicitness,
     sap,
@@ -40,5 +42,6 @@ from causal_disent.evaluation.metrics.common import CardEntry
 # name -> entry, in card order.
 METRICS: dict[str, CardEntry] = {
     module.CARD_ENTRY.name: module.CARD_ENTRY
-    for module in (mig, sap, dci, betavae, factorvae, modularity_explicitness, unsupervised)
+    for module in (mig, sap, dci, betavae, factorvae, modularity_explicitness, unsupervised,
+                   infomec)
 }

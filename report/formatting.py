@@ -62,7 +62,8 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 def machine_name(machine: dict) -> str:
     """"2 AMD EPYC cores" on CPU, the accelerator otherwise."""
     if machine.get("platform") == "cpu":
-        return f"{machine['cores']} {machine['cpu']} cores"
+        cores = machine["cores"]
+        return f"{cores} {machine['cpu']} core{'s' * (cores != 1)}"
     return machine["devices"]
 
 

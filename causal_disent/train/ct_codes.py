@@ -4,10 +4,10 @@ batch's images, or the code cache of the whole dataset, chosen by
 
 The code cache holds the frozen MCQ-VAE's codes of every image of the dataset,
 encoded once. Stage 1 is frozen during stage 2, so an image's codes never change: a
-long stage-2
-run encodes each image hundreds of times on the fly (every step encodes X and Y).
-The cache encodes the whole dataset once, in jitted batches over all devices, and
-stage 2 then reads codes by image index: no rendering, no encoder in the step.
+long stage-2 run encodes each image hundreds of times on the fly (every step encodes
+X and Y). The cache encodes the whole dataset once, in jitted batches over all
+devices, and stage 2 then reads codes by image index: no rendering, no encoder in
+the step.
 
 On disk (`<workdir>/code_cache/`): `codes.npy`, uint8 (uint16 when K > 256)
 [num_images, N] in the CT layer's node order, and `codes.json`, written last, which

@@ -50,23 +50,48 @@ def numbers(tree, path: str = ""):
 
 def start_training(config: str, workdir: Path, flags: Sequence[str],
                    core: int | None) -> subprocess.Popen:
-    """`causal_disent.main` on `config` in `workdir`, pinned to `core` when given."""
+    """`causal_disent.main` on `config` in `workdir`, pinned to `core` when given; its
+    stderr goes to `workdir`.stderr (a pipe nobody reads while the other run is
+    awaited could fill and stall it)."""
     pin = None if core is None else (lambda: os.sched_setaffinity(0, {core}))
-    return subprocess.Popen(
-        [sys.executable, "-m", "causal_disent.main", f"--config={config}",
-         f"--workdir={workdir}", *flags],
-        cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=pin)
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    with open(_stderr_path(workdir), "w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "causal_disent.main", f"--config={config}",
+             f"--workdir={workdir}", *flags],
+            cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+            stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=pin)
+
+
+def _stderr_path(workdir: Path) -> Path:
+    return workdir.with_name(workdir.name + ".stderr")
 
 
 def finished(process: subprocess.Popen, workdir: Path, started: float) -> tuple[dict, float]:
     """The results.json of a training started at `started`, and its seconds."""
-    _, stderr = process.communicate()
-    seconds = time.perf_counter() - started
+    process.wait()
+    return _results(process, workdir), time.perf_counter() - started
+
+
+def _results(process: subprocess.Popen, workdir: Path) -> dict:
     if process.returncode:
-        sys.exit(stderr.strip().splitlines()[-1] if stderr.strip()
-                 else f"error: training {workdir} failed")
-    return json.loads((workdir / "results.json").read_text()), seconds
+        stderr = _stderr_path(workdir).read_text().strip()
+        sys.exit(stderr.splitlines()[-1] if stderr else f"error: training {workdir} failed")
+    return json.loads((workdir / "results.json").read_text())
+
+
+def both_finished(runs: dict[str, subprocess.Popen], out: Path,
+                  started: float) -> dict[str, tuple[dict, float]]:
+    """{name: (results, seconds)} of trainings running at once, each timed to its own
+    end (waiting on one would time the other to the later end)."""
+    ended: dict[str, float] = {}
+    while len(ended) < len(runs):
+        for name, process in runs.items():
+            if name not in ended and process.poll() is not None:
+                ended[name] = time.perf_counter() - started
+        time.sleep(0.2)
+    return {name: (_results(process, out / name), ended[name])
+            for name, process in runs.items()}
 
 
 def train_both(config: str, out: Path, dataset_flags: Sequence[str],
@@ -79,10 +104,11 @@ def train_both(config: str, out: Path, dataset_flags: Sequence[str],
                  f"process may use {len(cores)}; drop --concurrent")
     started = time.perf_counter()
     if concurrent:
-        built_in = start_training(config, out / "built_in", dataset_flags, cores[0])
-        files = start_training(config, out / "files", files_flags, cores[1])
-        return (*finished(built_in, out / "built_in", started),
-                *finished(files, out / "files", started))
+        done = both_finished(
+            {"built_in": start_training(config, out / "built_in", dataset_flags, cores[0]),
+             "files": start_training(config, out / "files", files_flags, cores[1])},
+            out, started)
+        return (*done["built_in"], *done["files"])
     first = finished(start_training(config, out / "built_in", dataset_flags, None),
                      out / "built_in", started)
     started = time.perf_counter()

@@ -96,8 +96,7 @@ def fit(
                rows_of_call=rows_of_call or _one_row, learning_rate_fn=learning_rate_fn,
                evaluate_fn=evaluate_fn, evaluate_every_steps=evaluate_every_steps,
                progress=Progress(stage, last_step, global_batch_size, batch_unit),
-               # Agreeing across processes is a collective, too costly to run every call.
-               check_every=log_every_steps if jax.process_count() > 1 else k)
+               several_hosts=jax.process_count() > 1, steps_per_call=k)
     writer.discard_after(stage, first_step)
     run.evaluate_if_due(state, first_step)
     with interrupts.deferred():
@@ -131,10 +130,16 @@ class _Run:
     evaluate_fn: Callable[[Any, int], None] | None
     evaluate_every_steps: int
     progress: Progress
-    check_every: int  # steps between checks of signals and of the time budget
-    several_hosts: bool = dataclasses.field(default_factory=lambda: jax.process_count() > 1)
+    several_hosts: bool
+    steps_per_call: int
     # (step before the call, its metrics) of the calls whose rows are not written yet.
     pending: list[tuple[int, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def check_every(self) -> int:
+        """Steps between checks of signals and of the time budget: agreeing across
+        processes is a collective, too costly to run every call."""
+        return self.log_every_steps if self.several_hosts else self.steps_per_call
 
     def dispatch(self, step_fn: Callable, state, local_batch: dict, step: int):
         """Runs the call from `step`, staying at most MAX_CALLS_AHEAD calls ahead of

@@ -109,7 +109,7 @@ def _normalised_concentration(nmi: np.ndarray, axis: int, spread_over: int) -> f
 def infoe(codes: np.ndarray, factors: np.ndarray, discrete: bool, seed: int) -> float:
     """Mean over sources of the share of the source's entropy (as a balanced logistic
     regression from no input measures it) that a regression from the codes removes."""
-    from sklearn import exceptions, linear_model, metrics, preprocessing
+    from sklearn import exceptions, preprocessing
     codes, factors = check_codes_factors(codes, factors)
     if discrete:
         inputs = preprocessing.OneHotEncoder().fit_transform(codes)
@@ -121,13 +121,15 @@ def infoe(codes: np.ndarray, factors: np.ndarray, discrete: bool, seed: int) -> 
             continue  # nothing to predict
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", exceptions.ConvergenceWarning)
-            fitted = _log_loss(linear_model, metrics, inputs, source, seed)
-            null = _log_loss(linear_model, metrics, np.zeros((len(source), 1)), source, seed)
+            fitted = _log_loss(inputs, source, seed)
+            null = _log_loss(np.zeros((len(source), 1)), source, seed)
         shares.append((null - fitted) / null)
     return float(np.mean(shares)) if shares else float("nan")
 
 
-def _log_loss(linear_model, metrics, inputs, labels: np.ndarray, seed: int) -> float:
+def _log_loss(inputs, labels: np.ndarray, seed: int) -> float:
+    """The log loss of the balanced, unpenalised regression on the points it fits."""
+    from sklearn import linear_model, metrics
     model = linear_model.LogisticRegression(
         C=np.inf, class_weight="balanced", solver="lbfgs", max_iter=100,
         random_state=seed)

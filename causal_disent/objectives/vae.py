@@ -16,6 +16,9 @@ study of Locatello et al., "Challenging Common Assumptions in the Unsupervised
 Learning of Disentangled Representations", ICML 2019, which trained them all on
 models/vae.py's network.
 
+Ada-GVAE and Ada-ML-VAE (objectives/weak_vae.py) learn from pairs of images
+(`PAIR_LOSSES`): their batches hold both images of each pair.
+
 A model of the family is a loss `loss(params, batch, rng, *, model, **weights)` plus
 one line in `LOSSES`. Its keyword-only arguments are the config's weights, but for
 `CONTEXT_ARGUMENTS`: `model`, and what the stage supplies to a loss that declares it,
@@ -49,6 +52,7 @@ from causal_disent.objectives.vae_terms import (
     pixel_nll,
     reparameterise,
 )
+from causal_disent.objectives.weak_vae import ada_gvae_loss, ada_ml_vae_loss
 from causal_disent.utils.images import images_to_unit_range
 
 
@@ -234,6 +238,8 @@ LOSSES: dict[str, Callable] = {
     "factor_vae": factor_vae_loss,
     "ladder_vae": ladder_vae_loss,
     "ivae": ivae_loss,
+    "ada_gvae": ada_gvae_loss,
+    "ada_ml_vae": ada_ml_vae_loss,
 }
 
 # A loss's keyword-only arguments that are not config weights: the model, and what
@@ -244,6 +250,16 @@ CONTEXT_ARGUMENTS = ("model", "step", "dataset_size", "discriminator")
 
 # Losses of a deterministic encoder: no posterior variance, so no KL to report.
 DETERMINISTIC_LOSSES = ("ae",)
+
+
+# Losses of pairs of images (objectives/weak_vae.py): their batches hold both images
+# of each pair, drawn as `vae.pairs` says (data/weak_pairs.py).
+PAIR_LOSSES = ("ada_gvae", "ada_ml_vae")
+
+
+def learns_from_pairs(name: str) -> bool:
+    """Whether loss `name` trains on pairs of images rather than on single images."""
+    return name in PAIR_LOSSES
 
 
 def is_variational(name: str) -> bool:

@@ -22,18 +22,27 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import ml_collections
+import numpy as np
 from absl import logging
 from jax.sharding import Mesh
 
-from causal_disent.data import pipeline, registry
-from causal_disent.evaluation import consistency_scores, curves, traversal, vae_evaluation
+from causal_disent.data import pipeline, registry, weak_pairs
+from causal_disent.evaluation import (
+    consistency_scores,
+    curves,
+    pair_retrieval,
+    traversal,
+    vae_evaluation,
+)
 from causal_disent.models.vae import check_discriminator_config
 from causal_disent.objectives import consistency
+from causal_disent.objectives.weak_vae import PAIR_IMAGE
 from causal_disent.objectives.vae import (
     TRAIN_STEP,
     bind_loss,
     check_objective_config,
     is_variational,
+    learns_from_pairs,
     needs_discriminator,
     takes_argument,
 )
@@ -92,12 +101,39 @@ def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> No
     if "consistency" in cfg:
         consistency.check_consistency_config(
             cfg.consistency, variational=is_variational(cfg.objective.name))
+    check_pair_sections(cfg, dataset)
     if cfg.train.num_steps < 1:
         raise ValueError(f"vae.train.num_steps must be positive, got {cfg.train.num_steps}")
     seed_stacking.check_num_seeds(config, mesh)
     if seeds_format.num_seeds(config) == 1:  # else the seeds, not the batch, are split
         check_batch_divisible(cfg.optim.batch_size, mesh, "vae.optim.batch_size")
     check_batch_divisible(cfg.train.eval_batch_size, mesh, "vae.train.eval_batch_size")
+
+
+def check_pair_sections(cfg: ml_collections.ConfigDict, dataset) -> None:
+    """`vae.pairs` is there exactly when the loss learns from pairs of images, and
+    then valid, with nothing the pair losses do not take (an XBlock, an auxiliary
+    variable, consistency penalties); `vae.retrieval`, when there, fits the dataset.
+    ValueError naming the field."""
+    name = cfg.objective.name
+    if not learns_from_pairs(name):
+        if "pairs" in cfg:
+            raise ValueError(f"vae.pairs is set but the {name!r} loss learns from single "
+                             "images: remove it")
+    elif "pairs" not in cfg:
+        raise ValueError(f"vae.pairs (source, k) is missing: the {name!r} loss learns "
+                         "from pairs of images (data/weak_pairs.py)")
+    else:
+        weak_pairs.check_pairs_config(cfg.pairs, dataset)
+        for field, present in (("vae.model.xblock", "xblock" in cfg.model),
+                               ("vae.auxiliary", "auxiliary" in cfg),
+                               ("vae.consistency weights > 0",
+                                consistency.is_enabled(cfg.get("consistency")))):
+            if present:
+                raise ValueError(f"{field} is set, and the {name!r} loss of pairs takes "
+                                 "none: remove it")
+    if "retrieval" in cfg:
+        pair_retrieval.check_retrieval_config(cfg.retrieval, dataset)
 
 
 def check_adam_config(optim: ml_collections.ConfigDict, section: str) -> None:
@@ -159,6 +195,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
             structure = consistency_scores.xblock_structure(model, params)
             if structure is not None:
                 results["xblock"] = structure
+            if "retrieval" in cfg:
+                results["action_retrieval"] = pair_retrieval.evaluate(
+                    model, params, dataset, split, seed, **cfg.retrieval,
+                    batch_size=cfg.train.eval_batch_size)
             return results
 
         return image_stages.evaluate_on_test(STAGE, evaluate, split["test"],
@@ -188,6 +228,13 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                                       mesh, cfg, workdir, config)
 
     def plan(first_step: int) -> runner.Plan:
+        if learns_from_pairs(cfg.objective.name):
+            sources = [weak_pairs.pair_source(cfg.pairs, dataset, split, config.seed)]
+            return runner.Plan(runner.Training(
+                steps={cfg.objective.name: step_fn},
+                batches=pair_batches(dataset, sources, cfg.optim.batch_size, first_step,
+                                     cfg.train.num_steps, cfg.train.prefetch_batches),
+                rng=train_rng), curve_point)
         return runner.Plan(image_stages.image_training(
             {cfg.objective.name: step_fn}, dataset, batcher, first_step, cfg.train.num_steps,
             cfg.train, train_rng, auxiliary, stage=STAGE), curve_point)
@@ -213,6 +260,33 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         plan=plan, finish=finish,  # constant learning rate: cfg.optim.learning_rate
         draw_figures=draw_figures,
     ), workdir, mesh, mode)
+
+
+def pair_batches(dataset, sources: list, batch_size: int, first_step: int, last_step: int,
+                 prefetch: int, stacked: bool = False):
+    """The training batches of a loss of pairs for steps [first_step, last_step):
+    {"image": the pairs' first images, PAIR_IMAGE: their second}, uint8 [b, H, W, ch],
+    this host's contiguous share of each step's `batch_size` pairs from the one source
+    in `sources` (data/weak_pairs.py); `stacked`: one source per stacked seed, each
+    seed's whole batch, [S_local, batch_size, H, W, ch], this host's share of the
+    seeds (as pipeline.seed_stacked_image_batches)."""
+    count, index = jax.process_count(), jax.process_index()
+
+    def images_of(source, step: int, rows: slice) -> dict:
+        pairs = source.batch("train", step, batch_size)
+        return {"image": dataset.images(pairs["x_index"][rows]),
+                PAIR_IMAGE: dataset.images(pairs["y_index"][rows])}
+
+    def batch(step: int) -> dict:
+        if not stacked:
+            local = batch_size // count
+            return images_of(sources[0], step, slice(index * local, (index + 1) * local))
+        local_sources = sources[index * len(sources) // count:
+                                (index + 1) * len(sources) // count]
+        per_seed = [images_of(source, step, slice(None)) for source in local_sources]
+        return {key: np.stack([part[key] for part in per_seed]) for key in per_seed[0]}
+
+    return pipeline.batch_stream(batch, first_step, last_step, prefetch)
 
 
 def curve_evaluator(model, dataset, indices, mesh: Mesh, cfg: ml_collections.ConfigDict,
@@ -274,8 +348,17 @@ def _run_stacked(config, workdir: Path, mesh: Mesh, mode: str, dataset, split, m
             multi_step.unrolled(cfg.train.get("unroll_call", "auto"), platform))
         if note is not None and first_step < cfg.train.num_steps:  # it will compile
             console.say(f"[{STAGE}] {note}")
+        steps = {cfg.objective.name: seed_stacking.stacked_step(step_fn, execution)}
+        if learns_from_pairs(cfg.objective.name):
+            sources = [weak_pairs.pair_source(cfg.pairs, dataset, split, seed)
+                       for seed in seeds]
+            return runner.Plan(runner.Training(
+                steps=steps, rng=train_rngs,
+                batches=pair_batches(dataset, sources, cfg.optim.batch_size, first_step,
+                                     cfg.train.num_steps, cfg.train.prefetch_batches,
+                                     stacked=True)))
         return runner.Plan(runner.Training(
-            steps={cfg.objective.name: seed_stacking.stacked_step(step_fn, execution)},
+            steps=steps,
             batches=pipeline.seed_stacked_image_batches(
                 dataset, batchers, first_step, cfg.train.num_steps, jax.process_index(),
                 jax.process_count(), cfg.train.prefetch_batches, auxiliary),

@@ -34,17 +34,24 @@ def weakly_supervised(config: ml_collections.ConfigDict, loss: str,
     """`config` (a β-VAE config, of variant `arg`) as the pair loss `loss` ("ada_gvae"
     or "ada_ml_vae") trains: its β, pairs of CT-VAE's transitions, CT-VAE's split and
     the action retrieval of its test pairs."""
-    config.data.split_fractions = (0.7, 0.15, 0.15)  # train, validation, test
     del config.vae.consistency  # the losses of pairs take no consistency penalties
     beta = config.vae.objective.beta
     config.vae.objective = ml_collections.ConfigDict({"name": loss, "beta": beta})
     # data/weak_pairs.SOURCES; k: the factors a pair changes (1 for transitions).
     config.vae.pairs = ml_collections.ConfigDict({"source": "transitions", "k": 1})
+    if arg in ("small", "tiny"):  # pairs a step: the single-image batch's images
+        config.vae.optim.batch_size //= 2
+    return with_action_retrieval(config, arg)
+
+
+def with_action_retrieval(config: ml_collections.ConfigDict,
+                          arg: str | None) -> ml_collections.ConfigDict:
+    """`config` (a VAE-family config, of variant `arg`) on CT-VAE's split, scoring
+    action retrieval on CT-VAE's test pairs at the end (evaluation/pair_retrieval.py)."""
+    config.data.split_fractions = (0.7, 0.15, 0.15)  # train, validation, test
     retrieval = config.vae.retrieval = ml_collections.ConfigDict()
     retrieval.num_test_pairs = 2000  # CT-VAE's ct.train.num_eval_pairs
     retrieval.num_fitting_pairs = 10_000  # training pairs its readouts are fitted on
-    if arg in ("small", "tiny"):  # pairs a step: the single-image batch's images
-        config.vae.optim.batch_size //= 2
     if arg == "tiny":
         retrieval.num_test_pairs, retrieval.num_fitting_pairs = 16, 64
     return config

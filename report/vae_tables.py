@@ -5,7 +5,8 @@ the references' defaults."""
 
 from __future__ import annotations
 
-from report.formatting import Results, fixed, mean_std, minutes, stage_seconds, table
+from report.formatting import (Results, fixed, machine_name, mean_std, minutes,
+                               runs_machine, stage_seconds, table)
 from causal_disent.runs.records import RecordError
 
 
@@ -412,3 +413,51 @@ def tiny_run_fingerprints(results: Results) -> str:
         rows.append([config, _hash_chain([run["results"] for run in runs]), stages])
     span = " → ".join(f"{title} ({commit})" for commit, title in FINGERPRINTS.items())
     return table(["config `:tiny`", f"results hash: {span}", "final parameters' hash"], rows)
+
+
+# The pair learners' table: (row label, record) per single-image model, each a stacked
+# `:small` run on shapes3d_synth with `vae.retrieval` (evaluation/pair_retrieval.py).
+PAIR_LEARNER_RECORDS = (
+    ("Ada-GVAE (pairs: CT-VAE's transitions)", "pairs_adagvae_shapes3d_small"),
+    ("Ada-ML-VAE (pairs: CT-VAE's transitions)", "pairs_adamlvae_shapes3d_small"),
+    ("β-VAE (single images)", "pairs_betavae_probe_shapes3d_small"),
+)
+CT_SMALL_SEEDS_RECORD = "ctvae_small_seeds_authors_activations"
+
+
+def _over_seeds_cell(over_seeds: dict, readout: str) -> str:
+    """"action / factor accuracy" of `readout`, mean ± sample std over the seeds."""
+    cells = []
+    for name in ("action", "factor"):
+        scores = over_seeds[f"action_retrieval.{readout}.{name}_accuracy"]
+        cells.append(mean_std(scores["values"]))
+    return " / ".join(cells)
+
+
+def pair_learners(results: Results) -> str:
+    """Action retrieval on shapes3d_synth's test transitions: CT-VAE's transition layer
+    against readouts of single-image models' change of representation (the linear
+    probe and the changed-latent vote), each over its records' seeds, with chance."""
+    ct = results.record(CT_SMALL_SEEDS_RECORD)
+    (group,) = ct["figures"]["groups"].values()
+    ct_runs = group["runs"]
+    rows = [["CT-VAE `:small` (transition layer, headline)", str(len(ct_runs)),
+             " / ".join(mean_std([run["scores"][f"ct.{name}_accuracy"] for run in ct_runs])
+                        for name in ("action", "factor")), "–", "–",
+             runs_machine(ct)]]
+    chance = None
+    for label, name in PAIR_LEARNER_RECORDS:
+        record = results.record(name)
+        vae = record["figures"]["vae"]
+        over_seeds = vae["over_seeds"]
+        chance = (over_seeds["action_retrieval.linear_probe.action_chance"]["mean"],
+                  over_seeds["action_retrieval.linear_probe.factor_chance"]["mean"])
+        rows.append([label, str(vae["num_seeds"]), _over_seeds_cell(over_seeds, "linear_probe"),
+                     _over_seeds_cell(over_seeds, "changed_latent"),
+                     mean_std(over_seeds["test_bce"]["values"], 1),
+                     machine_name(record["machine"])])
+    if chance is not None:
+        rows.append(["chance", "–", f"{fixed(chance[0])} / {fixed(chance[1])}",
+                     f"{fixed(chance[0])} / {fixed(chance[1])}", "–", "–"])
+    return table(["model", "seeds", "action / factor accuracy (CT-VAE: its own; others: "
+                  "linear probe)", "changed-latent vote", "test BCE", "machine"], rows)

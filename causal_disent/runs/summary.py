@@ -78,13 +78,25 @@ def _vae(results: dict) -> str:
     consistency = results.get("consistency", {})
     if "inv_off_diagonal" in consistency:
         text += f", INV off-diagonal {_number(consistency['inv_off_diagonal'])}"
+    retrieval = results.get("action_retrieval")
+    if retrieval:
+        scores = retrieval[retrieval["headline"]]
+        text += (f"; action retrieval ({retrieval['headline'].replace('_', ' ')}) "
+                 f"{scores['action_accuracy']:.3f} (chance {scores['action_chance']:.3f}), "
+                 f"factor {scores['factor_accuracy']:.3f} (chance {scores['factor_chance']:.3f})")
     return text
 
 
 def _vae_over_seeds(results: dict) -> str:
-    nll = results["over_seeds"]["test_nll"]
-    return (f"{results['num_seeds']} seeds: test NLL {nll['mean']:.1f} ± {nll['std']:.1f} "
-            "(each seed's run in seeds/)")
+    over_seeds = results["over_seeds"]
+    nll = over_seeds["test_nll"]
+    text = f"{results['num_seeds']} seeds: test NLL {nll['mean']:.1f} ± {nll['std']:.1f}"
+    for name in ("action", "factor"):
+        key = f"action_retrieval.linear_probe.{name}_accuracy"
+        if key in over_seeds:
+            text += (f", {name} retrieval {over_seeds[key]['mean']:.3f} ± "
+                     f"{over_seeds[key]['std']:.3f}")
+    return text + " (each seed's run in seeds/)"
 
 
 def _number(value) -> str:

@@ -196,13 +196,26 @@ def close_all(saving: list[StageCheckpoints]) -> None:
 
 def summarise_over_seeds(per_seed: list[dict]) -> dict:
     """{name: {"mean", "std", "values"}} over the seeds' results for every numeric
-    scalar they share. The std is the sample std (ddof 1), as `summarize` reports it
-    over the seeds' cards; 0 for one seed."""
-    names = [name for name, value in per_seed[0].items()
-             if isinstance(value, (int, float)) and not isinstance(value, bool)]
+    scalar they share, those of nested sections under dotted names (e.g.
+    "action_retrieval.linear_probe.action_accuracy"). The std is the sample std
+    (ddof 1), as `summarize` reports it over the seeds' cards; 0 for one seed."""
+    flat = [_numeric_scalars(results) for results in per_seed]
     summary = {}
-    for name in names:
-        values = [float(results[name]) for results in per_seed]
+    for name in flat[0]:
+        if not all(name in results for results in flat):
+            continue
+        values = [results[name] for results in flat]
         spread = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
         summary[name] = {"mean": float(np.mean(values)), "std": spread, "values": values}
     return summary
+
+
+def _numeric_scalars(results: dict, prefix: str = "") -> dict[str, float]:
+    """The numeric scalars of `results` and of its nested dicts, by dotted name."""
+    found = {}
+    for name, value in results.items():
+        if isinstance(value, dict):
+            found.update(_numeric_scalars(value, f"{prefix}{name}."))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found[f"{prefix}{name}"] = float(value)
+    return found

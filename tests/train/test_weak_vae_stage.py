@@ -46,6 +46,9 @@ def resampled_config(seed: int, num_seeds: int = 1):
 def test_a_stacked_seed_of_k_factor_pairs_is_its_run_alone(tmp_path):
     stacked = stages.run(resampled_config(0, num_seeds=2), tmp_path / "stacked")["vae"]
     assert stacked["seeds"] == [0, 1]
+    # Nested scores are summarised over the seeds under dotted names.
+    over_seeds = stacked["over_seeds"]["action_retrieval.linear_probe.action_accuracy"]
+    assert len(over_seeds["values"]) == 2
     stages.run(resampled_config(1), tmp_path / "alone")
     alone = json.loads((tmp_path / "alone" / "results.json").read_text())["vae"]
     seed_dir = seeds_format.seed_workdir(tmp_path / "stacked", 1)

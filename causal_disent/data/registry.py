@@ -36,6 +36,9 @@ DATASETS: dict[str, DatasetEntry] = {
     "smallnorb": DatasetEntry("tfds_datasets", "SmallNORB", True),
     "cars3d": DatasetEntry("tfds_datasets", "Cars3D", True),
     "sprites": DatasetEntry("tfds_datasets", "Sprites", True),
+    "mpi3d_toy": DatasetEntry("tfds_datasets", "MPI3DToy", True),
+    "mpi3d_realistic": DatasetEntry("tfds_datasets", "MPI3DRealistic", True),
+    "mpi3d_real": DatasetEntry("tfds_datasets", "MPI3DReal", True),
     # attributes, not a factor grid: transitions are one-attribute pairs
     "celeb_a": DatasetEntry("tfds_datasets", "CelebA64", True, factor_grid=False),
     # a researcher's own images and labels, at config.data.path

@@ -3,7 +3,7 @@
 Reading goes through `tfds.data_source` (random access over ArrayRecord files) and
 needs no TensorFlow. Preparing the official datasets (`tfds build shapes3d ...`)
 does: their generators hand numpy images to TFDS, which encodes them with
-`tf.image`. Cars3D and Sprites are built by this package's own builders
+`tf.image`. Cars3D, Sprites and MPI3D are built by this package's own builders
 (`causal_disent.data.tfds_builders`), which encode with PIL and need no TensorFlow.
 
 TFDS shuffles records when it writes them, so record order is not factor order.
@@ -22,6 +22,9 @@ of category, elevation, azimuth and lighting. Images
 (left camera only) are resized from 96x96 to 64x64 with PIL's Lanczos filter
 (disentanglement_lib's antialiased resize).
 
+MPI3D's grid depends on the release its file came from (6 object colours and shapes,
+or 4 in the earlier one); the prepared record count tells which (`_choose_grid`).
+
 CelebA is not a grid: `CelebA` exposes its 40 binary attributes instead, and
 `transitions.sample_one_attribute_pairs` draws image pairs that differ in exactly
 one of the first 10 attributes (CT-VAE's CelebA transitions).
@@ -30,6 +33,7 @@ one of the first 10 attributes (CT-VAE's CelebA transitions).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 
@@ -37,6 +41,7 @@ import numpy as np
 from PIL import Image
 
 from causal_disent.data.base import FactorDataset, check_image_index
+from causal_disent.data.tfds_builders import mpi3d_release
 from causal_disent.data.transitions import sample_one_attribute_pairs
 from causal_disent.data.tfds_reading import (
     ATTRIBUTES_FILE,
@@ -56,8 +61,9 @@ from causal_disent.data.tfds_reading import (
 
 __all__ = [
     "CELEBA_ATTRIBUTE_NAMES", "Cars3D", "CelebA", "CelebA64", "DSprites",
-    "DatasetNotPreparedError", "IncompleteGridError", "Shapes3D", "SmallNORB", "Sprites",
-    "TfdsGridDataset", "sample_one_attribute_pairs",
+    "DatasetNotPreparedError", "IncompleteGridError", "MPI3D", "MPI3DReal",
+    "MPI3DRealistic", "MPI3DToy", "Shapes3D", "SmallNORB", "Sprites", "TfdsGridDataset",
+    "sample_one_attribute_pairs",
 ]
 _SPOT_CHECKS = 16  # cached lookup entries re-read on every load
 
@@ -69,8 +75,8 @@ class TfdsGridDataset(FactorDataset):
       tfds_name: TFDS name; splits: splits joined into one grid;
       label_features: the integer feature of each factor;
       image_feature: the Image feature read;
-      and may override `_factors_of(example)` (e.g. to drop records) and
-      `_how_to_prepare(data_dir)`.
+      and may override `_factors_of(example)` (e.g. to drop records),
+      `_how_to_prepare(data_dir)` and `_choose_grid(num_records)`.
     """
 
     tfds_name: str = ""
@@ -80,7 +86,6 @@ class TfdsGridDataset(FactorDataset):
     cache_file: str = FACTOR_INDEX_FILE
 
     def __init__(self, data_dir: str | None = None) -> None:
-        super().__init__()
         self.data_dir = os.fspath(data_dir) if data_dir is not None else default_data_dir()
         self._import_builder()
         opened = [
@@ -92,6 +97,8 @@ class TfdsGridDataset(FactorDataset):
         lengths = [len(source) for source in self._sources]
         self._offsets = np.cumsum([0] + lengths[:-1]).astype(np.int64)
         self.num_records = int(sum(lengths))
+        self._choose_grid(self.num_records)
+        super().__init__()  # once the grid is known: it derives num_images from it
         self.cache_path = os.path.join(self.data_path, self.cache_file)
         self._lock = threading.Lock()
         self.record_of_index = self._load_or_build_factor_index()
@@ -102,6 +109,10 @@ class TfdsGridDataset(FactorDataset):
 
     def _how_to_prepare(self, data_dir: str) -> str:
         return official_build_command(self.tfds_name, data_dir)
+
+    def _choose_grid(self, num_records: int) -> None:
+        """Sets the factor grid where it depends on the prepared data (MPI3D); the
+        class's grid otherwise."""
 
     def _factors_of(self, example: dict) -> list[int]:
         """Factor indices of one record ([-1] * F when it is not in the grid)."""
@@ -279,6 +290,65 @@ class Sprites(TfdsGridDataset):
         from causal_disent.data.tfds_builders import reed2015
 
         return reed2015.build_command("sprites", data_dir)
+
+
+# --------------------------------------------------------------------------- #
+# MPI3D (Gondal et al. 2019), built by this package's builders from the release's .npz
+# --------------------------------------------------------------------------- #
+class MPI3D(TfdsGridDataset):
+    """MPI3D (Gondal et al., NeurIPS 2019): a robot arm moving an object, 64x64x3.
+
+    Factors, in the file's row-major order: object_color, object_shape, object_size
+    (2), camera_height (3), background_color (3), horizontal_axis and vertical_axis
+    (40 each, the arm's two degrees of freedom). The current release has 6 colours
+    and 6 shapes (1 036 800 images, the class's grid); a file of the earlier release
+    has 4 and 4 (460 800), and the prepared record count picks the grid. Factor values
+    are the indices; the value names are in `tfds_builders/mpi3d_release.py`.
+    The variants (`MPI3DToy`, `MPI3DRealistic`, `MPI3DReal`) set the name.
+    """
+
+    grids: tuple[tuple[int, ...], ...] = mpi3d_release.KNOWN_GRIDS
+    image_shape = mpi3d_release.IMAGE_SHAPE
+    factor_names = mpi3d_release.FACTOR_NAMES
+    factor_sizes = mpi3d_release.GRID_SIZES
+    factor_values = tuple(np.arange(s, dtype=np.float64) for s in factor_sizes)
+    label_features = tuple(f"label_{n}" for n in factor_names)
+
+    def _choose_grid(self, num_records: int) -> None:
+        sizes = next((g for g in self.grids if math.prod(g) == num_records), None)
+        if sizes is None:
+            raise DatasetNotPreparedError(
+                f"{self.tfds_name} in {self.data_path} holds {num_records:,} images, but "
+                f"MPI3D has {mpi3d_release.describe_grids(self.grids)}: it was not built "
+                f"from an MPI3D release file. Delete that folder and prepare it again "
+                f"with:\n{self._how_to_prepare(self.data_dir)}"
+            )
+        self.factor_sizes = tuple(sizes)
+        self.factor_values = tuple(np.arange(s, dtype=np.float64) for s in sizes)
+
+    def _import_builder(self) -> None:
+        from causal_disent.data.tfds_builders import mpi3d  # noqa: F401  (registers them)
+
+    def _how_to_prepare(self, data_dir: str) -> str:
+        return mpi3d_release.build_command(self.tfds_name, data_dir)
+
+
+class MPI3DToy(MPI3D):
+    """MPI3D's simple renders (`mpi3d_toy.npz`)."""
+
+    name = tfds_name = "mpi3d_toy"
+
+
+class MPI3DRealistic(MPI3D):
+    """MPI3D's realistic renders (`mpi3d_realistic.npz`)."""
+
+    name = tfds_name = "mpi3d_realistic"
+
+
+class MPI3DReal(MPI3D):
+    """MPI3D's photographs of the real platform (`mpi3d_real.npz`)."""
+
+    name = tfds_name = "mpi3d_real"
 
 
 # --------------------------------------------------------------------------- #

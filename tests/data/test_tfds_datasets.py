@@ -102,6 +102,7 @@ def shapes3d_dir(tmp_path):
         (td.SmallNORB, (5, 10, 9, 18, 6), 48_600),
         (td.Cars3D, (4, 24, 183), 17_568),
         (td.Sprites, (3, 2, 7, 2, 2, 2, 2, 5, 4), 672 * 20),
+        (td.MPI3DReal, (6, 6, 2, 3, 3, 40, 40), 1_036_800),
     ],
 )
 def test_factor_metadata(cls, sizes, num_images):
@@ -511,7 +512,8 @@ def test_nothing_here_imported_tensorflow():
 
 @pytest.mark.parametrize(
     "cls, num_actions",
-    [(td.Shapes3D, 12), (td.DSprites, 10), (td.SmallNORB, 8), (td.Cars3D, 6), (td.Sprites, 18)],
+    [(td.Shapes3D, 12), (td.DSprites, 10), (td.SmallNORB, 8), (td.Cars3D, 6), (td.Sprites, 18),
+     (td.MPI3DReal, 14)],
 )
 def test_transitions_over_the_real_grids(cls, num_actions):
     """The action counts of the CT-VAE paper's Table 1 (Gendron et al., IJCAI 2023, §4:

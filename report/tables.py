@@ -338,6 +338,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "metric_card_time": vae_tables.metric_card_time,
     "zoo_dsprites_synth_small": lambda results: vae_tables.zoo_small(results, "dsprites_synth"),
     "pair_learners": vae_tables.pair_learners,
+    "zoo_infomec": vae_tables.zoo_infomec,
     "ivae_identifiability": vae_tables.ivae_identifiability,
     "ivae_network": vae_tables.ivae_network,
     "ivae_setup": vae_tables.ivae_setup,

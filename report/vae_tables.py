@@ -434,16 +434,22 @@ def _over_seeds_cell(over_seeds: dict, readout: str) -> str:
     return " / ".join(cells)
 
 
+PAIR_LEARNER_CARDS_RECORD = "pairs_cards_shapes3d_small"
+INFOMEC_SCORES = ("infomec.infom", "infomec.infoe", "infomec.infoc")
+
+
 def pair_learners(results: Results) -> str:
     """Action retrieval on shapes3d_synth's test transitions: CT-VAE's transition layer
     against readouts of single-image models' change of representation (the linear
-    probe and the changed-latent vote), each over its records' seeds, with chance."""
+    probe and the changed-latent vote), each over its records' seeds, with chance; and
+    each single-image model's InfoM / InfoE / InfoC over the same seeds' cards."""
+    cards = results.record(PAIR_LEARNER_CARDS_RECORD)["figures"]["groups"]
     ct = results.record(CT_SMALL_SEEDS_RECORD)
     (group,) = ct["figures"]["groups"].values()
     ct_runs = group["runs"]
     rows = [["CT-VAE `:small` (transition layer, headline)", str(len(ct_runs)),
              " / ".join(mean_std([run["scores"][f"ct.{name}_accuracy"] for run in ct_runs])
-                        for name in ("action", "factor")), "–", "–",
+                        for name in ("action", "factor")), "–", "–", "–",
              runs_machine(ct)]]
     chance = None
     for label, name in PAIR_LEARNER_RECORDS:
@@ -454,10 +460,34 @@ def pair_learners(results: Results) -> str:
                   over_seeds["action_retrieval.linear_probe.factor_chance"]["mean"])
         rows.append([label, str(vae["num_seeds"]), _over_seeds_cell(over_seeds, "linear_probe"),
                      _over_seeds_cell(over_seeds, "changed_latent"),
+                     _zoo_cell(cards[label]["summary"], INFOMEC_SCORES),
                      mean_std(over_seeds["test_bce"]["values"], 1),
                      machine_name(record["machine"])])
     if chance is not None:
         rows.append(["chance", "–", f"{fixed(chance[0])} / {fixed(chance[1])}",
-                     f"{fixed(chance[0])} / {fixed(chance[1])}", "–", "–"])
+                     f"{fixed(chance[0])} / {fixed(chance[1])}", "–", "–", "–"])
     return table(["model", "seeds", "action / factor accuracy (CT-VAE: its own; others: "
-                  "linear probe)", "changed-latent vote", "test BCE", "machine"], rows)
+                  "linear probe)", "changed-latent vote", "InfoM / InfoE / InfoC",
+                  "test BCE", "machine"], rows)
+
+
+ZOO_INFOMEC_RECORD = "infomec_zoo_dsprites_synth_small"
+
+
+def zoo_infomec(results: Results) -> str:
+    """InfoM / InfoE / InfoC of zoo models on dsprites_synth, over the seeds of a
+    retrained stacked run, beside the MIG of those runs and of the zoo's record (equal
+    when the retrained models are the recorded ones) and the record's DCI."""
+    zoo = _zoo_groups(results, "dsprites_synth")
+    rows = []
+    for label, group in results.record(ZOO_INFOMEC_RECORD)["figures"]["groups"].items():
+        summary = group["summary"]
+        recorded = zoo[label]["summary"]
+        rows.append([label, str(len(group["runs"])), _zoo_cell(summary, INFOMEC_SCORES),
+                     _zoo_cell(summary, "mig.discrete_mig"),
+                     _zoo_cell(recorded, "mig.discrete_mig"),
+                     _zoo_cell(recorded, ("dci.disentanglement", "dci.completeness",
+                                          "dci.informativeness_test"))])
+    return table(["model", "seeds", "InfoM / InfoE / InfoC", "MIG (these runs)",
+                  "MIG (the zoo's record)", "DCI dis. / compl. / inform. (the zoo's record)"],
+                 rows)

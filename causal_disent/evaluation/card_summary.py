@@ -26,14 +26,17 @@ RESULTS_FILE = "results.json"
 # Scalars of results.json quoted beside the card's: the test split's reconstruction,
 # and the interventional-consistency summaries (evaluation/consistency_scores.py).
 RESULT_KEYS = ("test_bce",)
-# Headline scalars of the stages that have no metric card: CT-VAE's retrieval
+# Headline scalars from a run's results beside its card: CT-VAE's retrieval
 # (headline structure, and the mean over Gumbel draws), stage 1's test PSNR,
-# CausalVAE's MIC / TIC / SHD.
+# CausalVAE's MIC / TIC / SHD, a VAE's action retrieval.
 STAGE_KEYS = {
     "ct": ("action_accuracy", "factor_accuracy", "draws.action_accuracy.mean",
            "draws.factor_accuracy.mean"),
     "mcqvae": ("test_psnr",),
     "causalvae": ("mic", "tic", "shd"),
+    # A VAE-family run with `vae.retrieval`: its action retrieval's headline readout.
+    "vae": ("action_retrieval.linear_probe.action_accuracy",
+            "action_retrieval.linear_probe.factor_accuracy"),
 }
 CONSISTENCY_KEYS = ("inv_off_diagonal", "inv_diagonal", "eqv_mean", "scn_mean")
 # The markdown table's column titles (the JSON output keeps the keys).
@@ -48,7 +51,12 @@ COLUMN_TITLES = {
     "modularity_explicitness.modularity_score": "modularity",
     "modularity_explicitness.explicitness_score_test": "explicitness (test)",
     "unsupervised.gaussian_total_correlation": "Gaussian total correlation",
+    "infomec.infom": "InfoM",
+    "infomec.infoe": "InfoE",
+    "infomec.infoc": "InfoC",
     "test_bce": "test NLL (BCE)",
+    "vae.action_retrieval.linear_probe.action_accuracy": "action accuracy (linear probe)",
+    "vae.action_retrieval.linear_probe.factor_accuracy": "factor accuracy (linear probe)",
     "consistency.inv_off_diagonal": "INV off-diagonal",
     "consistency.inv_diagonal": "INV diagonal",
     "consistency.eqv_mean": "EQV mean",

@@ -23,6 +23,18 @@ def test_headlines_name_each_stages_figures():
     assert summary.headline("vae", {"num_seeds": 3, "over_seeds": {
         "test_nll": {"mean": 75.0, "std": 0.5}}}) == (
         "3 seeds: test NLL 75.0 ± 0.5 (each seed's run in seeds/)")
+    retrieval = {"headline": "linear_probe", "linear_probe": {
+        "action_accuracy": 0.61, "action_chance": 1 / 12, "factor_accuracy": 0.75,
+        "factor_chance": 1 / 6}}
+    assert summary.headline("vae", {"test_nll": 75.08, "action_retrieval": retrieval}) == (
+        "test NLL 75.1; action retrieval (linear probe) 0.610 (chance 0.083), factor 0.750 "
+        "(chance 0.167)")
+    assert summary.headline("vae", {"num_seeds": 2, "over_seeds": {
+        "test_nll": {"mean": 75.0, "std": 0.5},
+        "action_retrieval.linear_probe.action_accuracy": {"mean": 0.6, "std": 0.01},
+        "action_retrieval.linear_probe.factor_accuracy": {"mean": 0.7, "std": 0.02}}}) == (
+        "2 seeds: test NLL 75.0 ± 0.5, action retrieval 0.600 ± 0.010, factor retrieval "
+        "0.700 ± 0.020 (each seed's run in seeds/)")
     assert summary.headline("ct", {"steps": 3}) == "(see results.json)"  # an older entry
     assert summary.headline("ct", {**CT_RESULTS["ct"], "num_pairs": 2000}).endswith(
         "factor accuracy 0.803 (chance 0.167) (2000 test pairs)")

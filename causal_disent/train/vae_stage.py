@@ -9,7 +9,10 @@ loss that declares `step` (AnnealedVAE) gets the train state's step, one that de
 trains its discriminator (`vae.discriminator`, its own Adam): the same step updates
 both parameter groups (runs/vae.py), and only the VAE's are evaluated.
 With the section `vae.consistency`, the loss also carries the consistency penalties
-(objectives/consistency.py). Results go to WORKDIR/results.json under "vae", with the
+(objectives/consistency.py). A loss of pairs (Ada-GVAE, Ada-ML-VAE: objectives/
+weak_vae.py) trains on pairs of images drawn as `vae.pairs` says (data/weak_pairs.py,
+`pair_batches`); with the section `vae.retrieval`, the test results also hold the
+action retrieval of CT-VAE's test pairs (evaluation/pair_retrieval.py). Results go to WORKDIR/results.json under "vae", with the
 interventional-consistency scores (evaluation/consistency_scores.py); the figure of
 test images and their reconstructions to WORKDIR/figures/vae_reconstructions.png,
 the scores' heat maps to WORKDIR/figures/vae_consistency.png.

@@ -20,6 +20,12 @@ def encoded_means(model, params, images):
 
 
 @functools.partial(jax.jit, static_argnums=0)
+def encoded_posteriors(model, params, images):
+    """model.encode(images): (mean, log variance) of q(z | x) for images in [0, 1]."""
+    return model.apply({"params": params}, images, method=model.encode)
+
+
+@functools.partial(jax.jit, static_argnums=0)
 def decoded_pixels(model, params, latents):
     """σ(model.decode(latents)): the decoded images in [0, 1]."""
     return jax.nn.sigmoid(model.apply({"params": params}, latents, method=model.decode))

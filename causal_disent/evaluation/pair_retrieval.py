@@ -25,13 +25,12 @@ are `ct_evaluation.action_retrieval_scores`': action and factor accuracy, their
 chance levels, per action and the confusion matrices.
 """
 
-import functools
 import warnings
 
-import jax
 import numpy as np
 
 from causal_disent.data import transitions
+from causal_disent.evaluation import model_calls
 from causal_disent.evaluation.ct_evaluation import action_retrieval_scores
 from causal_disent.objectives.vae_terms import gaussian_kl
 from causal_disent.utils.images import images_to_unit_range
@@ -53,11 +52,6 @@ def check_retrieval_config(retrieval, dataset) -> None:
                          "dataset's pairs are not drawn from one: remove vae.retrieval")
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _posteriors(model, params, images):
-    return model.apply({"params": params}, images_to_unit_range(images), method=model.encode)
-
-
 def encode_posteriors(model, params, dataset, index: np.ndarray,
                       batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     """(mean, log variance) [n, d] of q(z | x) for the dataset's images at `index`,
@@ -66,7 +60,8 @@ def encode_posteriors(model, params, dataset, index: np.ndarray,
     batches = padded_global_batches(len(index), batch_size, None,
                                     lambda rows: {"images": dataset.images(index[rows])})
     for _, batch, keep in batches:
-        mean, log_variance = _posteriors(model, params, batch["images"])
+        mean, log_variance = model_calls.encoded_posteriors(
+            model, params, images_to_unit_range(batch["images"]))
         means.append(np.asarray(mean, np.float64)[:keep])
         log_variances.append(np.asarray(log_variance, np.float64)[:keep])
     return np.concatenate(means), np.concatenate(log_variances)

@@ -75,9 +75,11 @@ def configured(case: str):
         for name in ("eval_every_steps", "num_epochs"):
             if name in train:
                 train[name] = 0
-        for name in ("num_eval_images", "num_eval_pairs", "num_curve_images"):
+        for name in ("num_eval_images", "num_curve_images"):
             if name in train:
                 train[name] = 64
+        if "eval" in section:
+            section.eval.num_test_pairs = 64
     return config
 
 

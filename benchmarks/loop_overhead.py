@@ -331,9 +331,10 @@ def configured(case: str, steps: int, steps_per_call: int = 1, device_data: str 
         section.train[name] = max(steps_per_call,
                                   section.train[name] // steps_per_call * steps_per_call)
     section.train.eval_every_steps = 0
-    for name in ("num_eval_images", "num_eval_pairs"):
-        if name in section.train:
-            section.train[name] = 64
+    if "num_eval_images" in section.train:
+        section.train.num_eval_images = 64
+    if "eval" in section:
+        section.eval.num_test_pairs = 64
     if stage == "ct":  # a short stage 1 to load; only stage 2 is timed
         config.mcqvae.train.num_steps = 20
         config.mcqvae.train.eval_every_steps = 0

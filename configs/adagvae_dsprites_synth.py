@@ -50,7 +50,7 @@ def with_action_retrieval(config: ml_collections.ConfigDict,
     action retrieval on CT-VAE's test pairs at the end (evaluation/pair_retrieval.py)."""
     config.data.split_fractions = (0.7, 0.15, 0.15)  # train, validation, test
     retrieval = config.vae.retrieval = ml_collections.ConfigDict()
-    retrieval.num_test_pairs = 2000  # CT-VAE's ct.train.num_eval_pairs
+    retrieval.num_test_pairs = 2000  # CT-VAE's ct.eval.num_test_pairs
     retrieval.num_fitting_pairs = 10_000  # training pairs its readouts are fitted on
     if arg == "tiny":
         retrieval.num_test_pairs, retrieval.num_fitting_pairs = 16, 64

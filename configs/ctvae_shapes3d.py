@@ -138,13 +138,7 @@ def _add_ct_stage(config: ml_collections.ConfigDict) -> None:
     train.log_every_steps = 100
     train.checkpoint_every_steps = 5000
     _loop_settings.add_loop_settings(train)
-    train.num_eval_pairs = 2000
-    train.eval_batch_size = 64
-    # The headline takes every action's mask and graph at their most likely value
-    # ("most_likely"; "sample": one Gumbel draw); beside it, the mean ± std over
-    # num_eval_draws draws (0 = none). The learning curve records both.
-    train.headline = "most_likely"
-    train.num_eval_draws = 8
+    train.eval_batch_size = 64  # pairs a call, in the final scores and the curve
     # Where a batch's codes come from (the MCQ-VAE is frozen): "cache" encodes every
     # image once into WORKDIR/code_cache and reads codes by index; "encode" runs the
     # encoder on each batch; "auto" caches when training would encode more images than
@@ -156,6 +150,15 @@ def _add_ct_stage(config: ml_collections.ConfigDict) -> None:
     # every this many steps (0 = off).
     train.eval_every_steps = 0
     train.num_curve_pairs = 1000
+
+    # The final scores on fixed test transitions (evaluation/ct_evaluation.evaluate_test_pairs).
+    # The headline takes every action's mask and graph at their most likely value
+    # ("most_likely"; "sample": one Gumbel draw); beside it, the mean ± std over
+    # num_draws draws (0 = none). The learning curve scores both the same way.
+    evaluation = ct.eval = ml_collections.ConfigDict()
+    evaluation.num_test_pairs = 2000
+    evaluation.headline = "most_likely"
+    evaluation.num_draws = 8
 
 
 # A narrower MCQ-VAE and step budgets that fit both stages in an hour of a 2-core CPU,
@@ -175,7 +178,7 @@ SMALL = {
     "ct.objective": dict(mode_proportions=(0.3, 0.6, 0.1), structure_noise_final=0.0),
     "ct.optim": dict(learning_rate=2e-3, schedule="cosine", final_learning_fraction=0.05),
     "ct.train": dict(num_steps=7200, log_every_steps=50, checkpoint_every_steps=600,
-                     num_eval_pairs=2000, eval_every_steps=2400, num_curve_pairs=500),
+                     eval_every_steps=2400, num_curve_pairs=500),
 }
 
 # On top of SMALL: a few thousand parameters and six steps a stage, every mode at
@@ -193,9 +196,9 @@ TINY = {
     "ct.objective": dict(structure_noise_final=1.0, mode_proportions=(1.0, 1.0, 1.0)),
     "ct.optim": dict(batch_size=4, schedule="cosine"),
     "ct.train": dict(num_steps=6, log_every_steps=2, checkpoint_every_steps=3,
-                     min_seconds_between_checkpoints=0.0, num_eval_pairs=10,
-                     eval_batch_size=4, num_eval_draws=2, eval_every_steps=3,
-                     num_curve_pairs=8),
+                     min_seconds_between_checkpoints=0.0, eval_batch_size=4,
+                     eval_every_steps=3, num_curve_pairs=8),
+    "ct.eval": dict(num_test_pairs=10, num_draws=2),
 }
 
 # The paper's model sizes for both stages on one GPU, in one or two 10-minute

@@ -68,8 +68,8 @@ CASES = [
      [CT, "--workdir={w}", "--config.mcqvae.model.num_codebooks=3"],
      r"mcqvae.model.latent_dim \(D = 8\) must be divisible by mcqvae.model.num_codebooks "
      r"\(C = 3\)"),
-    ("unknown headline", MAIN, [CT, "--workdir={w}", "--config.ct.train.headline=mean"],
-     r"ct.train.headline must be one of \('most_likely', 'sample'\), got 'mean'"),
+    ("unknown headline", MAIN, [CT, "--workdir={w}", "--config.ct.eval.headline=mean"],
+     r"ct.eval.headline must be one of \('most_likely', 'sample'\), got 'mean'"),
     ("zero batch", MAIN, [CT, "--workdir={w}", "--config.ct.optim.batch_size=0"],
      r"ct.optim.batch_size must be an integer > 0, got 0"),
     ("negative warm-up", MAIN, [CT, "--workdir={w}", "--config.ct.optim.warmup_steps=-1"],

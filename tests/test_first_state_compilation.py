@@ -25,7 +25,7 @@ def test_every_stage_of_a_case_is_cut_to_two_steps_and_64_test_images():
         assert train.num_steps == first_state.STEPS * train.steps_per_call
         assert train.eval_every_steps == 0 and train.num_epochs == 0
         assert train.checkpoint_every_steps == train.steps_per_call
-    assert config.mcqvae.train.num_eval_images == 64 and config.ct.train.num_eval_pairs == 64
+    assert config.mcqvae.train.num_eval_images == 64 and config.ct.eval.num_test_pairs == 64
     assert config.ct.train.code_source == "encode"  # no code cache of the whole dataset
     assert first_state.configured("betavae_s8").num_seeds == 8
 

@@ -14,7 +14,6 @@ from matplotlib.figure import Figure
 from causal_disent.data import transitions
 from causal_disent.evaluation import ct_actions, ct_retrieval
 from causal_disent.objectives import ct as ct_objectives
-from causal_disent.runs import ct as ct_run
 from causal_disent.utils import figures, host_memory
 from causal_disent.utils.images import images_to_unit_range
 from causal_disent.utils.sharding import padded_global_batches, replicated
@@ -139,32 +138,20 @@ def _annotate_cells(ax, counts: np.ndarray, fractions: np.ndarray, with_fraction
         ax.text(column, row, text, ha="center", va="center", fontsize=7, color=color)
 
 
-# How the headline figure takes each action's mask and graph (`ct.train.headline`).
+# How the headline figure takes each action's mask and graph (`ct.eval.headline`).
 HEADLINES = {
     "most_likely": "the most likely mask and graph (edges and mask entries with "
                    "probability > 0.5), no sampling",
     "sample": "one Gumbel-Bernoulli draw of every mask and graph",
 }
-DEFAULT_HEADLINE = "most_likely"
-DEFAULT_NUM_DRAWS = 8
 
 
-def evaluation_settings(ct_config) -> tuple[str, int]:
-    """(headline, number of draws) of the section `ct`; a run saved before these
-    settings existed gets the defaults."""
-    train = ct_config.train
-    return (train.get("headline", DEFAULT_HEADLINE),
-            train.get("num_eval_draws", DEFAULT_NUM_DRAWS))
-
-
-def check_evaluation_settings(ct_config) -> None:
-    """Raises ValueError naming a headline or draw count that cannot be evaluated."""
-    headline, num_draws = evaluation_settings(ct_config)
-    if headline not in HEADLINES:
-        raise ValueError(
-            f"ct.train.headline must be one of {tuple(HEADLINES)}, got {headline!r}")
-    if not isinstance(num_draws, int) or num_draws < 0:
-        raise ValueError(f"ct.train.num_eval_draws must be an integer >= 0, got {num_draws!r}")
+def check_eval_config(eval_config) -> None:
+    """Raises ValueError when the section `ct.eval` names no known headline (its
+    counts are range-checked with every other count, train/config_ranges.py)."""
+    if eval_config.headline not in HEADLINES:
+        raise ValueError(f"ct.eval.headline must be one of {tuple(HEADLINES)}, "
+                         f"got {eval_config.headline!r}")
 
 
 def retrieval_scores(model, params, x_codes: np.ndarray, y_codes: np.ndarray,
@@ -216,7 +203,7 @@ def structure_densities(scored: dict) -> dict[str, list[float]]:
 
 
 def evaluate(*, model, params, mcqvae, mcqvae_params, encode, dataset, pairs, mesh,
-             batch_size, rng, headline: str = DEFAULT_HEADLINE, num_draws: int = 0) -> dict:
+             batch_size, rng, headline: str = "most_likely", num_draws: int = 0) -> dict:
     """Scores the CT layer on `pairs` (a TransitionSampler set of test transitions).
 
     Returns `retrieval_scores` (the headline and the draws), for a factor grid the
@@ -285,18 +272,11 @@ def _transition_scores(model, params, mcqvae, mcqvae_params, dataset, pairs, cod
     }
 
 
-def evaluate_on_test(config, model, params, mcqvae, mcqvae_params, encode, dataset, sampler,
-                     mesh: Mesh) -> dict:
-    """`evaluate` on a run's fixed set of test transitions (`ct.train.num_eval_pairs`),
-    with the run's evaluation key, headline and draws."""
-    cfg = config.ct
-    headline, num_draws = evaluation_settings(cfg)
-    return evaluate(
-        model=model, params=params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
-        encode=encode, dataset=dataset, pairs=sampler.fixed_set("test", cfg.train.num_eval_pairs),
-        mesh=mesh, batch_size=cfg.train.eval_batch_size, rng=ct_run.stage_rngs(config)[2],
-        headline=headline, num_draws=num_draws,
-    )
+def evaluate_test_pairs(*, sampler, num_test_pairs: int, **evaluate_args) -> dict:
+    """`evaluate` on the fixed set of `num_test_pairs` test transitions of `sampler`
+    (the same set for every run of a dataset, split and seed). Called with the section
+    `ct.eval` as keywords: `evaluate_test_pairs(..., **config.ct.eval)`."""
+    return evaluate(pairs=sampler.fixed_set("test", num_test_pairs), **evaluate_args)
 
 
 def save_figures(*, model, params, mcqvae, mcqvae_params, dataset, split, rng,

@@ -124,9 +124,12 @@ def _ctvae_run(workdir, config, dataset, mesh, batch_size) -> TrainedRun:
         model, params = ct_run.load_trained(config, workdir, mesh, dataset,
                                             stage1_params=mcqvae_params)
         split = splits.configured_split(dataset, config.data)
-        return ct_evaluation.evaluate_on_test(
-            config, model, params, mcqvae, mcqvae_params, make_encoder(mcqvae, mesh),
-            dataset, transitions.sampler_for(dataset, split, seed=config.seed), mesh)
+        return ct_evaluation.evaluate_test_pairs(
+            model=model, params=params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
+            encode=make_encoder(mcqvae, mesh), dataset=dataset,
+            sampler=transitions.sampler_for(dataset, split, seed=config.seed), mesh=mesh,
+            batch_size=config.ct.train.eval_batch_size, rng=ct_run.stage_rngs(config)[2],
+            **config.ct.eval)
 
     return TrainedRun(workdir, config, "ctvae", dataset,
                       representations.mcqvae_representations(mcqvae, mcqvae_params, batch_size),

@@ -25,14 +25,23 @@ EXECUTION_FIELDS = frozenset({
 LENGTH_FIELDS = frozenset({"train.num_steps", "train.num_epochs"})
 CURVE_SIZE_FIELDS = frozenset({"train.num_curve_images", "train.num_curve_pairs"})
 SCORING_FIELDS = frozenset(f"train.{name}" for name in (
-    "compare_workdirs", "eval_every_steps", "figure_values", "graph_threshold", "headline",
-    "num_counterfactual_images", "num_eval_draws", "num_eval_images", "num_eval_pairs"))
+    "compare_workdirs", "eval_every_steps", "figure_values", "graph_threshold",
+    "num_counterfactual_images", "num_eval_images"))
+# A stage's sections that only say how it is scored once trained (CT-VAE's test
+# pairs, a VAE's action retrieval): every field in them is a scoring field.
+SCORING_SECTIONS = frozenset({"eval", "retrieval"})
 
 
 def section_and_field(path: str) -> tuple[str, str]:
     """"vae.train.num_steps" -> ("vae", "train.num_steps")."""
     section, _, field = path.partition(".")
     return section, field
+
+
+def only_scoring(field: str) -> bool:
+    """Whether a stage's `field` ("train.num_eval_images", "eval.headline", as
+    `section_and_field` gives it) changes only how the stage is scored."""
+    return field in SCORING_FIELDS or field.partition(".")[0] in SCORING_SECTIONS
 
 
 def only_execution(path: str) -> bool:
@@ -71,14 +80,5 @@ def _shown(value, other) -> str:
     return repr(value)
 
 
-# Fields added after runs were made, with the value their absence from an older
-# config.json stands for (so that such a run still resumes and groups).
-LATER_FIELDS = {("data", "path"): ""}
-
-
 def _as_json(config: ml_collections.ConfigDict) -> dict:
-    values = json.loads(config.to_json_best_effort())
-    for (section, field), default in LATER_FIELDS.items():
-        if isinstance(values.get(section), dict):
-            values[section].setdefault(field, default)
-    return values
+    return json.loads(config.to_json_best_effort())

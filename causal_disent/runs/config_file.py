@@ -78,7 +78,50 @@ def read_config(workdir: str | Path) -> ml_collections.ConfigDict:
         raw = json_values.read_json(path)
     except ValueError as error:  # names the file; not JSON, or not UTF-8
         raise RunConfigError(f"{error}; was the run's workdir overwritten?") from error
-    return ml_collections.ConfigDict(_lists_to_tuples(raw))
+    return ml_collections.ConfigDict(_lists_to_tuples(upgraded(raw)))
+
+
+# A config.json written before a field moved to a section of its own, or before it
+# existed, still reads as today's config: old dotted path -> new one, and the value
+# that a run made before a field existed used. A field is only added to a section the
+# run has (a β-VAE run gets no `ct`).
+MOVED_FIELDS = {
+    "ct.train.num_eval_pairs": "ct.eval.num_test_pairs",
+    "ct.train.headline": "ct.eval.headline",
+    "ct.train.num_eval_draws": "ct.eval.num_draws",
+}
+LATER_FIELDS = {"data.path": "", "ct.eval.headline": "most_likely", "ct.eval.num_draws": 8}
+
+
+def upgraded(raw: dict) -> dict:
+    """`raw` (a config.json's contents) with MOVED_FIELDS moved and LATER_FIELDS
+    filled in; a config of today's layout comes back unchanged."""
+    for old, new in MOVED_FIELDS.items():
+        section, name = _section(raw, old)
+        if section is not None and name in section:
+            target, new_name = _section(raw, new, create=True)
+            target.setdefault(new_name, section.pop(name))
+    for path, value in LATER_FIELDS.items():
+        section, name = _section(raw, path, create=True)
+        if section is not None:
+            section.setdefault(name, value)
+    return raw
+
+
+def _section(raw: dict, path: str, create: bool = False):
+    """(the dict that holds `path`'s last name, that name), None for the dict when the
+    run lacks `path`'s top-level section; `create` adds the sections below it."""
+    top, *middle, name = path.split(".")
+    section = raw.get(top)
+    if not isinstance(section, dict):
+        return None, name
+    for part in middle:
+        if not isinstance(section.get(part), dict):
+            if not create:
+                return None, name
+            section[part] = {}
+        section = section[part]
+    return section, name
 
 
 def _lists_to_tuples(value):

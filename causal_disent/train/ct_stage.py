@@ -42,7 +42,7 @@ MODE_NAMES = tuple(ct_objectives.MODES)  # ("standard", "action", "causal")
 def validate(config: ml_collections.ConfigDict, mesh: Mesh, workdir: Path) -> None:
     objective = config.ct.objective
     models.check_ct_config(config.ct.model)
-    ct_evaluation.check_evaluation_settings(config.ct)
+    ct_evaluation.check_eval_config(config.ct.eval)
     proportions = tuple(objective.mode_proportions)
     if len(proportions) != len(MODE_NAMES) or min(proportions) < 0 or sum(proportions) <= 0:
         raise ValueError(
@@ -249,8 +249,10 @@ def run(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         return runner.Plan(training, curve_point)
 
     def finish(state) -> dict:
-        results = ct_evaluation.evaluate_on_test(config, model, state.params, mcqvae,
-                                                 mcqvae_params, encode, dataset, sampler, mesh)
+        results = ct_evaluation.evaluate_test_pairs(
+            model=model, params=state.params, mcqvae=mcqvae, mcqvae_params=mcqvae_params,
+            encode=encode, dataset=dataset, sampler=sampler, mesh=mesh,
+            batch_size=cfg.train.eval_batch_size, rng=eval_rng, **cfg.eval)
         # What the per-action lists and the confusions' rows and columns are.
         action_names = transitions.dataset_action_names(dataset)
         results["action_names"] = action_names
@@ -317,7 +319,7 @@ def curve_evaluator(config, model, dataset, sampler, encode, mcqvae_params, code
             pair_codes[name] = ct_retrieval.encode_images(
                 encode, mcqvae_params, dataset, index, mesh, cfg.eval_batch_size)
 
-    headline, num_draws = ct_evaluation.evaluation_settings(config.ct)
+    headline, num_draws = config.ct.eval.headline, config.ct.eval.num_draws
     action_names = transitions.dataset_action_names(dataset)
 
     def evaluate(state, step: int) -> None:

@@ -69,7 +69,7 @@ def _allowed(path: str, workdir: Path, stage_names, started: set, saved, config,
         return not started.intersection(later)
     if section in stage_names and field in config_fields.CURVE_SIZE_FIELDS:
         return not curve_path(workdir, section).exists()  # no point of the old size yet
-    if section in stage_names and field in config_fields.SCORING_FIELDS:
+    if section in stage_names and config_fields.only_scoring(field):
         # Free until the stage is scored; then only with a new length, which trains it
         # on and scores it again.
         return section not in results or _new_length(section, saved, config)

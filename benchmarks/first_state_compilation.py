@@ -1,47 +1,57 @@
-r"""What compiling each stage's first state costs (train/resume.py `fresh_state`:
-the program that draws the initial parameters and optimiser state, run once per
-stage) with XLA's default options and with FIRST_STATE_COMPILER_OPTIONS, and
+r"""What compiling each stage's first state costs (the program that draws the
+initial parameters and optimiser state, run once per stage when a run starts) with
+XLA's default options and with train/resume.py's FIRST_STATE_COMPILER_OPTIONS, and
 whether both give the same bits.
 
   python benchmarks/first_state_compilation.py                  # every case
   python benchmarks/first_state_compilation.py --cases=betavae,ctvae
 
-Each case runs its config's stages for two steps in-process (`stages.run`, test
-scores on 64 images), keeping each stage's `create_state`. Then each is compiled
-afresh twice (in-memory caches cleared, no compilation cache), with XLA's defaults
-and with the chosen options, and run: compile seconds and run milliseconds (of a
-second call) of each, and "same" when every array of the two states is bitwise
-equal. The chosen options are this platform's FIRST_STATE_COMPILER_OPTIONS, or on a
-platform without any (a GPU) CANDIDATE_OPTIONS, the ones to try there;
-`--compiler_options='{"xla_backend_optimization_level": 0}'` tries others. The last
-line is JSON with every figure.
+Each case builds its stages' first states from the config as a run does, through
+each family's run format (`runs/<family>.py`: `build_model` and `state_factory` /
+`create_state`; stacked seeds through `train/seed_stacking.stacked_state_factory`).
+Each is compiled afresh twice (in-memory caches cleared, no compilation cache), with
+XLA's defaults and with the chosen options, and run: compile seconds and run
+milliseconds (of a second call) of each, and "same" when every array of the two
+states is bitwise equal. The chosen options are this platform's
+FIRST_STATE_COMPILER_OPTIONS, or on a platform without any (a GPU) CANDIDATE_OPTIONS,
+the ones to try there; `--compiler_options='{"xla_backend_optimization_level": 0}'`
+tries others. The last line is JSON with every figure.
 
-Measured on 2 idle CPU cores (2026-11-28; the table in docs/running.md): -O1 took
-the compile from 2.5-14.4 s to 1.4-2.3 s per stage, every state bitwise the same;
--O0 (tried with --compiler_options) moved CT-VAE's states by a few ulps.
+Measured on 2 idle CPU cores (the table in docs/running.md): -O1 took the compile
+from 2.5-14.4 s to 1.4-2.3 s per stage, every state bitwise the same; -O0 (tried with
+--compiler_options) moved CT-VAE's states by a few ulps.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
 import platform
 import sys
-import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runs from a checkout without installing the package
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from jax.sharding import Mesh  # noqa: E402
 
 from causal_disent import cli  # noqa: E402
+from causal_disent.data import registry  # noqa: E402
+from causal_disent.runs import causalvae as causalvae_run  # noqa: E402
+from causal_disent.runs import ct as ct_run  # noqa: E402
+from causal_disent.runs import mcqvae as mcqvae_run  # noqa: E402
 from causal_disent.runs import records  # noqa: E402
-from causal_disent.train import resume, stages  # noqa: E402
+from causal_disent.runs import seeds as seeds_format  # noqa: E402
+from causal_disent.runs import vae as vae_run  # noqa: E402
+from causal_disent.train import resume, seed_stacking  # noqa: E402
 from causal_disent.utils import arguments  # noqa: E402
-from causal_disent.utils.sharding import replicated  # noqa: E402
+from causal_disent.utils.sharding import make_data_mesh, replicated  # noqa: E402
 
 CASES = {
     # name: (config, overrides)
@@ -53,50 +63,56 @@ CASES = {
     "causalvae": ("configs/causalvae_pendulum.py:small", {}),
 }
 CANDIDATE_OPTIONS = {"xla_backend_optimization_level": 1}
-STEPS = 2  # per stage: enough for a first state, a save and a run's end
 
 
 def configured(case: str):
-    """The case's config, every stage cut to STEPS steps and 64 test images."""
+    """The case's config with its overrides."""
     path, overrides = CASES[case]
     config = cli.load_config_file(str(REPO / path), lock=False)
     config.update_from_flattened_dict(overrides)
-    for section in config.values():
-        train = section.get("train") if hasattr(section, "get") else None
-        if train is None or "num_steps" not in train:
-            continue
-        # A k set by the config stays (CT-VAE :gpu's 10); "auto" (0) is made 1, what it
-        # would choose on intervals of one step anyway.
-        k = train.steps_per_call = max(train.get("steps_per_call", 1), 1)
-        train.num_steps = STEPS * k
-        for name in ("log_every_steps", "checkpoint_every_steps"):
-            if name in train:
-                train[name] = k
-        for name in ("eval_every_steps", "num_epochs"):
-            if name in train:
-                train[name] = 0
-        for name in ("num_eval_images", "num_curve_images"):
-            if name in train:
-                train[name] = 64
-        if "eval" in section:
-            section.eval.num_test_pairs = 64
     return config
 
 
-@contextlib.contextmanager
-def kept_first_states():
-    """Keeps (stage, create_state, mesh) of every fresh state the run makes."""
-    kept, original = [], resume.fresh_state
-
-    def keeping(create_state, mesh, stage=None):
-        kept.append((stage or "?", create_state, mesh))
-        return original(create_state, mesh, stage)
-
-    resume.fresh_state = keeping
-    try:
-        yield kept
-    finally:
-        resume.fresh_state = original
+def first_states(config) -> list[tuple[str, Callable, Mesh]]:
+    """(stage, create_state, mesh) of each stage of `config`, in order: the program
+    each stage's run compiles first, from the config's own seed and sizes (bitwise the
+    run's state, tests/test_first_state_compilation.py). CausalVAE's A and Lagrangian
+    start at their defaults here; a run that pre-trains A on the labels starts from
+    that A instead: the same program with other constants."""
+    mesh = make_data_mesh()
+    dataset = registry.dataset_from_config(config.data)
+    found = []
+    for stage in config.stages:
+        init_rng = jax.random.split(jax.random.key(config.seed))[0]
+        if stage == "vae":
+            model = vae_run.build_model(config, dataset)
+            if seeds_format.num_seeds(config) == 1:
+                create = vae_run.state_factory(config, model, dataset.image_shape, init_rng)
+            else:  # the seeds' init keys as the stacked run draws them
+                init_rngs = jnp.stack([jax.random.split(jax.random.key(seed))[0]
+                                       for seed in seeds_format.run_seeds(config)])
+                create = seed_stacking.stacked_state_factory(
+                    lambda rng, model=model: vae_run.state_factory(
+                        config, model, dataset.image_shape, rng)(), init_rngs)
+        elif stage == "mcqvae":
+            create = functools.partial(
+                mcqvae_run.create_state, mcqvae_run.build_model(config, dataset),
+                dataset.image_shape, init_rng, optax.constant_schedule(0.0))
+        elif stage == "ct":
+            create = functools.partial(ct_run.create_state, ct_run.build_model(config, dataset),
+                                       ct_run.stage_rngs(config)[0],
+                                       optax.constant_schedule(0.0))
+        elif stage == "causalvae":
+            cfg = config.causalvae
+            create = functools.partial(
+                causalvae_run.create_state, causalvae_run.build_model(config, dataset),
+                dataset.image_shape, init_rng, cfg.optim.learning_rate,
+                cfg.objective.initial_penalty, max_grad_norm=cfg.optim.max_grad_norm)
+        else:
+            sys.exit(f"error: no first state known for stage {stage!r}: add it to "
+                     f"first_states in {Path(__file__).name}")
+        found.append((stage, create, mesh))
+    return found
 
 
 def compiled_and_run(create_state, mesh, options: dict | None):
@@ -119,10 +135,8 @@ def bitwise_equal(a, b) -> bool:
 
 
 def measure(case: str, options: dict) -> list[dict]:
-    with tempfile.TemporaryDirectory() as workdir, kept_first_states() as kept:
-        stages.run(configured(case), workdir)
     rows = []
-    for stage, create_state, mesh in kept:
+    for stage, create_state, mesh in first_states(configured(case)):
         default = compiled_and_run(create_state, mesh, None)
         chosen = compiled_and_run(create_state, mesh, options)
         leaves = jax.tree.leaves(default[2].params)

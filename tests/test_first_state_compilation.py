@@ -1,6 +1,6 @@
-"""benchmarks/first_state_compilation.py: its cases cut short, its comparison of two
-compilations, its refusals. (Its runs are whole stages at `:small`, too slow for the
-suite; its records in results/ come from it.)"""
+"""benchmarks/first_state_compilation.py: the first states it builds, its comparison
+of two compilations, its refusals. (Its cases are `:small` configs, too slow to
+compile twice in the suite; its records in results/ come from it.)"""
 
 from __future__ import annotations
 
@@ -12,22 +12,43 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from causal_disent.train import resume
+from causal_disent import cli
+from causal_disent.train import resume, stages
 from causal_disent.utils.sharding import make_data_mesh
 
 first_state = importlib.import_module("benchmarks.first_state_compilation")
 
 
-def test_every_stage_of_a_case_is_cut_to_two_steps_and_64_test_images():
-    config = first_state.configured("ctvae")
-    for stage in ("mcqvae", "ct"):
-        train = config[stage].train
-        assert train.num_steps == first_state.STEPS * train.steps_per_call
-        assert train.eval_every_steps == 0 and train.num_epochs == 0
-        assert train.checkpoint_every_steps == train.steps_per_call
-    assert config.mcqvae.train.num_eval_images == 64 and config.ct.eval.num_test_pairs == 64
-    assert config.ct.train.code_source == "encode"  # no code cache of the whole dataset
-    assert first_state.configured("betavae_s8").num_seeds == 8
+class _Stop(Exception):
+    """Ends a run once the stage under test has made its first state."""
+
+
+@pytest.mark.parametrize("path, overrides, last_stage", [
+    ("configs/betavae_dsprites_synth.py:tiny", {"num_seeds": 2}, "vae"),
+    ("configs/ctvae_shapes3d.py:tiny", {}, "ct"),
+])
+def test_the_benchmark_compiles_the_first_states_a_run_makes(path, overrides, last_stage,
+                                                             tmp_path, monkeypatch):
+    """Built through the run formats, each stage's first state is bitwise the one its
+    run starts from (stacked seeds, and CT-VAE's stage 2 after its stage 1)."""
+    config = cli.load_config_file(path, lock=False)
+    config.update_from_flattened_dict(overrides)
+    made, original = {}, resume.fresh_state
+
+    def recording(create_state, mesh, stage=None):
+        made[stage] = jax.device_get(original(create_state, mesh, stage))
+        if stage == last_stage:
+            raise _Stop
+        return original(create_state, mesh, stage)
+
+    monkeypatch.setattr(resume, "fresh_state", recording)
+    with pytest.raises(_Stop):
+        stages.run(config.copy_and_resolve_references(), str(tmp_path))
+    built = {stage: jax.device_get(jax.jit(create)())
+             for stage, create, _ in first_state.first_states(config)}
+    assert list(built) == list(made) == list(config.stages)
+    for stage in built:
+        assert first_state.bitwise_equal(built[stage], made[stage]), stage
 
 
 def test_both_compilations_run_and_one_ulp_is_a_difference():
@@ -41,20 +62,6 @@ def test_both_compilations_run_and_one_ulp_is_a_difference():
     moved = {**state, "kernel": np.nextafter(state["kernel"], np.inf)}
     assert not first_state.bitwise_equal(state, moved)
     assert not first_state.bitwise_equal(state, {"kernel": state["kernel"]})
-
-
-def test_the_first_states_a_run_makes_are_kept_with_their_stage():
-    """The hook over train/resume.py's fresh_state, called as the stage runner calls it;
-    it went stale once when fresh_state gained its stage argument."""
-    def create_state():
-        return {"kernel": jnp.ones((2, 2)), "step": jnp.array(0)}
-
-    mesh = make_data_mesh()
-    with first_state.kept_first_states() as kept:
-        state = resume.fresh_state(create_state, mesh, "vae")
-    assert kept == [("vae", create_state, mesh)]
-    np.testing.assert_array_equal(state["kernel"], np.ones((2, 2)))
-    assert resume.fresh_state.__name__ == "fresh_state"  # put back
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -111,7 +111,12 @@ def _zoo_groups(results: Results, dataset: str) -> dict[str, dict]:
     """The summarised models on `dataset`: the groups of zoo_<dataset>_small.json, then
     those of zoo_<dataset>_small_<name>.json (a later summary of models whose runs
     finished on another machine, where the first record's workdirs no longer were)."""
-    name = f"zoo_{dataset}_small"
+    return _summarised_groups(results, f"zoo_{dataset}_small")
+
+
+def _summarised_groups(results: Results, name: str) -> dict[str, dict]:
+    """The groups of the summarize record `name`, then those of each `name`_<more>
+    record; a group summarised in two of them is refused."""
     groups = dict(results.record(name)["figures"]["groups"])
     for path in sorted(results.directory.glob(f"{name}_*.json"), key=_zoo_record_rank):
         more = results.record(path.stem)["figures"]["groups"]
@@ -477,13 +482,20 @@ ZOO_INFOMEC_RECORD = "infomec_zoo_dsprites_synth_small"
 def zoo_infomec(results: Results) -> str:
     """InfoM / InfoE / InfoC of zoo models on dsprites_synth, over the seeds of a
     retrained stacked run, beside the MIG of those runs and of the zoo's record (equal
-    when the retrained models are the recorded ones) and the record's DCI."""
+    when the retrained models are the recorded ones) and the record's DCI; in the zoo
+    table's order."""
     zoo = _zoo_groups(results, "dsprites_synth")
+    carded = _summarised_groups(results, ZOO_INFOMEC_RECORD)
+    unknown = sorted(set(carded) - set(zoo))
+    if unknown:
+        raise RecordError(f"{ZOO_INFOMEC_RECORD}*.json summarise {', '.join(unknown)}, "
+                          f"which no zoo_dsprites_synth_small*.json record has: label each "
+                          f"group as the zoo's record does")
     rows = []
-    for label, group in results.record(ZOO_INFOMEC_RECORD)["figures"]["groups"].items():
-        summary = group["summary"]
+    for label in (label for label in zoo if label in carded):
+        summary = carded[label]["summary"]
         recorded = zoo[label]["summary"]
-        rows.append([label, str(len(group["runs"])), _zoo_cell(summary, INFOMEC_SCORES),
+        rows.append([label, str(len(carded[label]["runs"])), _zoo_cell(summary, INFOMEC_SCORES),
                      _zoo_cell(summary, "mig.discrete_mig"),
                      _zoo_cell(recorded, "mig.discrete_mig"),
                      _zoo_cell(recorded, ("dci.disentanglement", "dci.completeness",

@@ -87,6 +87,29 @@ def test_later_zoo_records_follow_the_studys_order_not_the_alphabet(copy_of_the_
     assert models.index("betatcvae test") < models.index("annealedvae test")
 
 
+def test_the_infomec_table_takes_later_records_in_the_zoos_order_and_refuses_a_stray_label(
+        copy_of_the_docs):
+    results = copy_of_the_docs / "results"
+    for path in results.glob("infomec_zoo_dsprites_synth_small_*.json"):
+        path.unlink()  # the later records this test writes stand in for them
+    zoo = json.loads((results / "zoo_dsprites_synth_small.json").read_text())
+    first_label, second_label, *_ = zoo["figures"]["groups"]
+    infomec = json.loads((results / "infomec_zoo_dsprites_synth_small.json").read_text())
+    [carded] = infomec["figures"]["groups"].values()
+    # The zoo's second model, carded in a later record, and the first record re-labelled.
+    later = dict(infomec, figures={"groups": {second_label: carded}})
+    (results / "infomec_zoo_dsprites_synth_small_later.json").write_text(json.dumps(later))
+    rendered = tables.render("zoo_infomec", tables.Results(results))
+    models = [line.split(" | ")[0][2:] for line in rendered.splitlines()[2:]]
+    assert models[:2] == [first_label, second_label]
+    stray = dict(infomec, figures={"groups": {"Nameless VAE": carded}})
+    (results / "infomec_zoo_dsprites_synth_small_stray.json").write_text(json.dumps(stray))
+    found = report.differences(copy_of_the_docs, results)
+    assert any("table zoo_infomec: " in entry and "Nameless VAE" in entry
+               and "label each group as the zoo's record does" in entry
+               for entry in found), found
+
+
 def _as_seed(record: dict, seed: int, mic: float) -> dict:
     """`record` as if its command had trained `seed` and scored `mic`."""
     command = f"{record['runs'][0]['commands'][0]['command']} --config.seed={seed}"

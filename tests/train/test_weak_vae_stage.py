@@ -70,8 +70,11 @@ def with_xblock(config):
     (betavae_dsprites_synth,
      lambda c: setattr(c.vae, "pairs", c.vae.__class__({"source": "transitions", "k": 1})),
      "vae.pairs is set but the 'beta_vae' loss learns from single images"),
+    (adamlvae_dsprites_synth, lambda c: setattr(c.vae.retrieval, "num_fitting_pairs", 0),
+     "vae.retrieval.num_fitting_pairs must be a positive integer"),
+    # Range-checked by name with every other count, as CT-VAE's ct.eval.num_test_pairs.
     (adamlvae_dsprites_synth, lambda c: setattr(c.vae.retrieval, "num_test_pairs", 0),
-     "vae.retrieval.num_test_pairs must be a positive integer"),
+     "vae.retrieval.num_test_pairs must be an integer > 0, got 0"),
 ])
 def test_bad_pair_sections_fail_before_compiling(make_config, override, message, tmp_path):
     config = make_config.get_config("tiny")

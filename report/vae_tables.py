@@ -492,10 +492,10 @@ def zoo_infomec(results: Results) -> str:
                           f"which no zoo_dsprites_synth_small*.json record has: label each "
                           f"group as the zoo's record does")
     rows = []
-    for label in (label for label in zoo if label in carded):
-        summary = carded[label]["summary"]
+    for label, group in ((label, carded[label]) for label in zoo if label in carded):
+        summary = group["summary"]
         recorded = zoo[label]["summary"]
-        rows.append([label, str(len(carded[label]["runs"])), _zoo_cell(summary, INFOMEC_SCORES),
+        rows.append([label, str(len(group["runs"])), _zoo_cell(summary, INFOMEC_SCORES),
                      _zoo_cell(summary, "mig.discrete_mig"),
                      _zoo_cell(recorded, "mig.discrete_mig"),
                      _zoo_cell(recorded, ("dci.disentanglement", "dci.completeness",

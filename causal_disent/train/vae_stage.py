@@ -12,10 +12,11 @@ With the section `vae.consistency`, the loss also carries the consistency penalt
 (objectives/consistency.py). A loss of pairs (Ada-GVAE, Ada-ML-VAE: objectives/
 weak_vae.py) trains on pairs of images drawn as `vae.pairs` says (data/weak_pairs.py,
 `pair_batches`); with the section `vae.retrieval`, the test results also hold the
-action retrieval of CT-VAE's test pairs (evaluation/pair_retrieval.py). Results go to WORKDIR/results.json under "vae", with the
-interventional-consistency scores (evaluation/consistency_scores.py); the figure of
-test images and their reconstructions to WORKDIR/figures/vae_reconstructions.png,
-the scores' heat maps to WORKDIR/figures/vae_consistency.png.
+action retrieval of CT-VAE's test pairs (evaluation/pair_retrieval.py). Results go
+to WORKDIR/results.json under "vae", with the interventional-consistency scores
+(evaluation/consistency_scores.py); the figure of test images and their
+reconstructions to WORKDIR/figures/vae_reconstructions.png, the scores' heat maps to
+WORKDIR/figures/vae_consistency.png.
 """
 
 import functools

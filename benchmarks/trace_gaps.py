@@ -4,8 +4,8 @@ a `jax.profiler` trace, and what the host's main thread was doing in each.
   python benchmarks/trace_gaps.py TRACE               # a trace folder or .xplane.pb
   python benchmarks/trace_gaps.py TRACE --top=20 --min_gap_us=50
 
-`benchmarks/loop_overhead.py --profile=DIR` traces a stage's timed loop and prints
-this summary under its case. The device's work is the union of its operations: on a
+`benchmarks/loop_overhead.py --profile=DIR` keeps its trace of a stage's run and
+prints this summary of the timed loop under its case. The device's work is the union of its operations: on a
 GPU or TPU the events of its plane's streams (lines named "Stream ..." where there are
 such; a plane's summary lines, "XLA Modules", "XLA Ops" and "Steps", span the loops'
 host-controlled waits and are left out), on a CPU the events of XLA's compute threads
@@ -161,37 +161,63 @@ def device_operations(profile) -> tuple[str, list[tuple[int, int, str]]]:
                      "the device computes")
 
 
-def host_main_thread(profile) -> list[tuple[int, int, str]]:
-    """The events of the host's main thread: the line that called
-    `jax.profiler.start_trace` (the tracer records the frames in progress when it
-    starts), else the one with the most Python events among those not started by
-    `threading`; [] when no line has Python events."""
-    candidates = []
+def main_thread_line(profile):
+    """The host's main thread's line: the one that called `jax.profiler.start_trace`
+    (the tracer records the frames in progress when it starts), else the one with the
+    most Python events among those not started by `threading`; None when no line has
+    Python events. Its events are scanned, not kept: a traced run holds millions."""
+    best, best_key = None, None
     for plane in profile.planes:
-        if plane.name.startswith("/host:"):
-            for line in plane.lines:
-                events = _events(line)
-                python = [name for _, _, name in events if name.startswith(PYTHON_EVENT_PREFIX)]
-                if python:
-                    candidates.append((any(name.endswith(" start_trace") for name in python),
-                                       not python[0].startswith("$threading.py"),
-                                       len(python), events))
-    if not candidates:
+        if not plane.name.startswith("/host:"):
+            continue
+        for line in plane.lines:
+            python, first, started_trace = 0, None, False
+            for event in line.events:
+                name = event.name
+                if name.startswith(PYTHON_EVENT_PREFIX):
+                    python += 1
+                    first = first or name
+                    started_trace = started_trace or name.endswith(" start_trace")
+            if python:
+                key = (started_trace, not first.startswith("$threading.py"), python)
+                if best_key is None or key > best_key:
+                    best, best_key = line, key
+    return best
+
+
+def host_main_thread(profile, window: tuple[int, int] | None = None, line=None
+                     ) -> list[tuple[int, int, str]]:
+    """The events of the host's main thread (`line`, else `main_thread_line`'s), in
+    start order; with `window` (start, end), only those that overlap it; [] when no
+    line has Python events."""
+    line = line if line is not None else main_thread_line(profile)
+    if line is None:
         return []
-    return max(candidates, key=lambda candidate: candidate[:3])[3]
+    if window is None:
+        return _events(line)
+    return [(event.start_ns, event.end_ns, event.name) for event in line.events
+            if event.end_ns > window[0] and event.start_ns < window[1]]
 
 
-def trace_gaps(profile, min_gap_ns: int = DEFAULT_MIN_GAP_US * 1000) -> TraceGaps:
+def trace_gaps(profile, min_gap_ns: int = DEFAULT_MIN_GAP_US * 1000,
+               window: tuple[int, int] | None = None, main_thread=None) -> TraceGaps:
     """The device's busy time and idle gaps in `profile` (a jax.profiler.ProfileData),
-    each gap with the host main thread's stack at its middle."""
+    each gap with the host main thread's stack at its middle; with `window` (start,
+    end in the trace's nanoseconds), only the operations in it, cut at its ends.
+    `main_thread`: the line to take the host's stacks from (`main_thread_line`'s
+    choice when None)."""
     device, operations = device_operations(profile)
+    if window is not None:
+        operations = [(max(start, window[0]), min(end, window[1]), name)
+                      for start, end, name in operations
+                      if end > window[0] and start < window[1]]
     busy = merged((start, end) for start, end, _ in operations)
     if not busy:
         raise ValueError(f"the trace's device operations ({device}) all last 0 ns: "
                          f"trace a window in which the device computes")
     spans = idle_spans(busy, min_gap_ns)
     middles = [(start + end) // 2 for start, end in spans]
-    stacks = stacks_at(host_main_thread(profile), middles)
+    stacks = stacks_at(host_main_thread(profile, window, main_thread), middles)
     return TraceGaps(device=device, window_ns=busy[-1][1] - busy[0][0],
                      busy_ns=sum(end - start for start, end in busy),
                      gaps=[Gap(start, end, stack)

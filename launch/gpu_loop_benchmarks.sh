@@ -3,13 +3,13 @@
 # command of at most BUDGET seconds (default 560), each part under its own timeout so
 # that what finished is kept:
 #   1. benchmarks/loop_overhead.py: β-VAE :small, one seed, 2000 steps, k = 10, device
-#      data, the 10 steps a loop (the GPU's "auto"; the target: loop >= 0.85 of the
-#      bare step)
+#      data, the 10 steps a loop (the GPU's "auto"; the target: the device busy for
+#      >= 0.85 of the loop's time)
 #   2. the same with the 10 steps unrolled (train.unroll_call=on: no loop control for
 #      the host to wait on inside each call)
-#   2p. part 1's loop again for 500 steps, traced (jax.profiler, the trace left in
-#      TRACES): where the device idles and what the host's main thread is doing then
-#      (benchmarks/trace_gaps.py, its summary in the part's console)
+#   2p. part 1's loop again for 500 steps, its trace kept in TRACES: where the device
+#      idles and what the host's main thread is doing then (benchmarks/trace_gaps.py,
+#      its summary in the part's console)
 #   3. benchmarks/seed_stacking.py: the stacked step of eight seeds alone, vmapped with
 #      convolutions (the GPU's "auto") and with convolutions as matmuls (vmap_matmul);
 #      the faster one runs the stacked seeds of the parts after it

@@ -9,8 +9,9 @@ Each case trains one stage with `stages.run`, exactly as `causal_disent.main` do
 checkpoints, signal checks; learning-curve points off), and reads the loop off a
 `jax.profiler` trace with the Python tracer on: nothing in the library is wrapped or
 replaced while it runs. The trace starts when the stage's first training row reaches
-metrics.jsonl (its first log step, `train.log_every_steps`), so that it holds the
-loop and not JAX compiling the stages, and ends with the run.
+metrics.jsonl (its first log step, `train.log_every_steps`) and stops half a second
+after its final checkpoint appears, so that it holds the loop and not JAX compiling
+the stages or the stage's evaluation (TraceFromFirstRow).
 
 The timed loop is the stage's `loop.fit` call on the host's main thread, from the
 first call of the step that began after the trace did, to fit's return (a trace of a
@@ -131,7 +132,7 @@ def frame(name: str) -> tuple[str, str] | None:
 class LoopTrace:
     """The timed loop in a trace, split into PARTS (nanoseconds)."""
 
-    start_ns: int  # the window: after the first call, to fit's return
+    start_ns: int  # the window: from the first timed call to fit's return
     end_ns: int
     calls: int  # of the step, timed
     compiling: list[tuple[int, int]]  # the calls that compiled, left out
@@ -326,21 +327,48 @@ def configured(case: str, steps: int, steps_per_call: int = 1, device_data: str 
 
 
 class TraceFromFirstRow(threading.Thread):
-    """Starts a jax.profiler trace (Python tracer on) when `stage`'s first training
-    row reaches WORKDIR/metrics.jsonl, at its first log step: after the stage's first
-    calls compiled. Traced from the start, a run holds JAX tracing and compiling every
-    stage, millions of Python events (CT-VAE's took over 16 GB before it ended); from
-    here on, the loop. The tracer follows every thread, this one's caller included."""
+    """Traces the stage's loop with jax.profiler (Python tracer on), from when
+    `stage`'s first training row reaches WORKDIR/metrics.jsonl (its first log step,
+    after the first calls compiled) to STOP_AFTER_SECONDS after its final checkpoint
+    (WORKDIR/checkpoints/STAGE/LAST_STEP) appears, when the loop has returned. The
+    compilation before and the evaluation after would otherwise fill the trace with
+    millions of Python and XLA events (CT-VAE's evaluation, traced, took over 20 GB).
+    The tracer follows every thread, this one's caller included; a frame still open
+    when the trace stops is not recorded, hence the wait after the checkpoint."""
 
-    def __init__(self, workdir: str, stage: str, directory: str):
+    def __init__(self, workdir: str, stage: str, last_step: int, directory: str):
         super().__init__(daemon=True)
         self.path = metrics_log.metrics_path(workdir)
+        self.final_checkpoint = Path(workdir) / "checkpoints" / stage / str(last_step)
         self.stage, self.directory = stage, directory
-        self.tracing = threading.Event()
+        self.tracing = threading.Event()  # started and not yet stopped
         self.finished = threading.Event()  # the run is over: stop looking
+        self.traced = False
         self.error: Exception | None = None
 
     def run(self) -> None:
+        if not self._wait_for_first_row():
+            return
+        try:
+            jax.profiler.start_trace(self.directory, profiler_options=PROFILE_OPTIONS)
+        except Exception as error:  # pylint: disable=broad-except
+            self.error = error
+            return
+        self.traced = True
+        self.tracing.set()
+        while not self.finished.is_set() and not self.final_checkpoint.is_dir():
+            self.finished.wait(ROW_POLL_SECONDS)
+        if not self.finished.wait(STOP_AFTER_SECONDS):
+            self.stop()
+
+    def stop(self) -> None:
+        """Stops the trace if it is running (from this thread or the run's)."""
+        with STOPPING:
+            if self.tracing.is_set():
+                self.tracing.clear()
+                jax.profiler.stop_trace()
+
+    def _wait_for_first_row(self) -> bool:
         offset = 0
         while not self.finished.is_set():
             try:
@@ -356,14 +384,9 @@ class TraceFromFirstRow(threading.Thread):
                 complete = text[:text.rfind(b"\n") + 1]  # a line still being written waits
                 offset += len(complete)
                 if any(self._is_training_row(line) for line in complete.splitlines()):
-                    try:
-                        jax.profiler.start_trace(self.directory,
-                                                 profiler_options=PROFILE_OPTIONS)
-                        self.tracing.set()
-                    except Exception as error:  # pylint: disable=broad-except
-                        self.error = error
-                    return
+                    return True
             self.finished.wait(ROW_POLL_SECONDS)
+        return False
 
     def _is_training_row(self, line: bytes) -> bool:
         try:
@@ -374,6 +397,8 @@ class TraceFromFirstRow(threading.Thread):
 
 
 ROW_POLL_SECONDS = 0.01
+STOP_AFTER_SECONDS = 0.5
+STOPPING = threading.Lock()
 
 
 def measure(case: str, steps: int, steps_per_call: int, device_data: str, workdir: str,
@@ -388,18 +413,17 @@ def measure(case: str, steps: int, steps_per_call: int, device_data: str, workdi
                          f"({log_every}), where the trace starts: give --steps > {log_every}")
     with tempfile.TemporaryDirectory() as scratch:
         directory = trace_dir or scratch
-        watcher = TraceFromFirstRow(workdir, stage, directory)
+        watcher = TraceFromFirstRow(workdir, stage, steps, directory)
         watcher.start()
         try:
             stages.run(config, workdir)
         finally:
             watcher.finished.set()
             watcher.join()
-            if watcher.tracing.is_set():
-                jax.profiler.stop_trace()
+            watcher.stop()
         if watcher.error is not None:
             raise ValueError(f"the trace could not start ({watcher.error})")
-        if not watcher.tracing.is_set():
+        if not watcher.traced:
             raise ValueError(f"the {stage} stage wrote no training row, so nothing was "
                              f"traced: raise --steps past its log interval")
         profile = trace_gaps.load(directory)

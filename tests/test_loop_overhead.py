@@ -71,11 +71,14 @@ def test_a_trace_that_began_inside_the_loop_is_timed_from_the_first_call_after_i
                               "rows": 0, "saves": 0, "rest": 100}
 
 
-def test_the_trace_starts_at_the_timed_stages_first_training_row(tmp_path, monkeypatch):
-    started = []
+def test_the_trace_runs_from_the_first_training_row_to_the_final_checkpoint(tmp_path,
+                                                                            monkeypatch):
+    started, stopped = [], []
     monkeypatch.setattr(loop_overhead.jax.profiler, "start_trace",
                         lambda directory, profiler_options: started.append(directory))
-    watcher = loop_overhead.TraceFromFirstRow(str(tmp_path), "ct", "TRACE")
+    monkeypatch.setattr(loop_overhead.jax.profiler, "stop_trace", lambda: stopped.append(1))
+    monkeypatch.setattr(loop_overhead, "STOP_AFTER_SECONDS", 0.01)
+    watcher = loop_overhead.TraceFromFirstRow(str(tmp_path), "ct", 8, "TRACE")
     watcher.start()
     metrics = tmp_path / "metrics.jsonl"
     with metrics.open("a") as file:  # another stage's rows, a validation row
@@ -86,8 +89,14 @@ def test_the_trace_starts_at_the_timed_stages_first_training_row(tmp_path, monke
         assert not watcher.tracing.wait(0.2) and started == []
         file.write('"loss": 2.0}\n')
     assert watcher.tracing.wait(5) and started == ["TRACE"]
+    (tmp_path / "checkpoints" / "ct" / "4").mkdir(parents=True)  # a periodic save
+    watcher.join(0.2)
+    assert watcher.is_alive() and stopped == []
+    (tmp_path / "checkpoints" / "ct" / "8").mkdir()  # the final one
     watcher.join(5)
-    assert not watcher.is_alive()
+    assert not watcher.is_alive() and stopped == [1]
+    watcher.stop()  # the run's own stop afterwards does nothing
+    assert stopped == [1] and watcher.traced
 
 
 def test_a_trace_without_a_timed_loop_says_what_to_trace():

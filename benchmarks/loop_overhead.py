@@ -332,7 +332,8 @@ class TraceFromFirstRow(threading.Thread):
     after the first calls compiled) to STOP_AFTER_SECONDS after its final checkpoint
     (WORKDIR/checkpoints/STAGE/LAST_STEP) appears, when the loop has returned. The
     compilation before and the evaluation after would otherwise fill the trace with
-    millions of Python and XLA events (CT-VAE's evaluation, traced, took over 20 GB).
+    millions of Python and XLA events (traced, CT-VAE's evaluation alone can exhaust
+    a CPU host's memory).
     The tracer follows every thread, this one's caller included; a frame still open
     when the trace stops is not recorded, hence the wait after the checkpoint."""
 

@@ -236,6 +236,31 @@ def loop_overhead_parts(results: Results) -> str:
     return table(["machine, steps a call", "case", "bare step", *LOOP_PARTS], rows)
 
 
+# benchmarks/loop_overhead.py as it is now: every figure read off a jax.profiler trace
+# of an unwrapped run, at one step a call and at four.
+TRACED_LOOP_RECORDS = ("loop_overhead_trace_cpu_k1", "loop_overhead_trace_cpu_k1_ct",
+                       "loop_overhead_trace_cpu_k4")
+TRACED_LOOP_PARTS = ("data", "step call", "device wait", "rows", "saves", "rest")
+
+
+def loop_overhead_traced(results: Results) -> str:
+    """The loop's rate, how busy it kept the machine and where its time went, each
+    read off a trace of the run (2 CPU cores)."""
+    rows = []
+    for name in TRACED_LOOP_RECORDS:
+        figures = results.record(name)["figures"]
+        for case, measured in figures["cases"].items():
+            parts = measured["ms_per_step"]
+            rows.append([LOOP_CASES.get(case, case), str(figures["steps_per_call"]),
+                         f"{measured['loop_steps_per_s']:.2f}",
+                         f"{measured['device_busy_share']:.3f}",
+                         f"{measured['host_in_step_share']:.3f}",
+                         f"{measured['loop_ms_per_step']:.1f}",
+                         *(f"{parts[part]:.2f}" for part in TRACED_LOOP_PARTS)])
+    return table(["case", "k", "loop steps/s", "device busy", "host in step",
+                  "ms a step", *(f"{part}, ms" for part in TRACED_LOOP_PARTS)], rows)
+
+
 def _cpu_loop_title(record: dict) -> str:
     figures = record["figures"]
     title = (f"{machine_name(record['machine'])}, k = {figures['steps_per_call']}, "
@@ -360,6 +385,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "loop_overhead_gpu_saves": loop_overhead_gpu_saves,
     "loop_overhead_cpu": loop_overhead_cpu,
     "loop_overhead_parts": loop_overhead_parts,
+    "loop_overhead_traced": loop_overhead_traced,
     "metric_writing": metric_writing,
     "first_state_compilation": first_state_compilation,
     # The first state compiled at -O1 on CPUs (0274336) and the shared scorers (3e4d8bf).

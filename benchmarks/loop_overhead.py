@@ -15,9 +15,10 @@ the stages or the stage's evaluation (TraceFromFirstRow).
 
 The timed loop is the stage's `loop.fit` call on the host's main thread, from the
 first call of the step that began after the trace did, to fit's return (a trace of a
-whole fit starts after its first call instead). A call that compiled (at one step a
-call, CT-VAE's stage 2 compiles each mode's step when it first meets it) is left out,
-with its steps. The loop's time is split by the frame the host's main thread was in,
+whole fit starts after its first call instead). A call of the step that compiled (at
+one step a call, CT-VAE's stage 2 compiles each mode's step when it first meets it) is
+left out, with its steps; a compilation elsewhere (the learning-rate schedule's, at a
+log step with a new number of rows) only for its own time. The loop's time is split by the frame the host's main thread was in,
 the innermost one named here:
 
   data         the batch iterator (the pipeline's prefetching generator)
@@ -109,14 +110,17 @@ PROFILE_OPTIONS.enable_hlo_proto = False
 LOOP_FILE, LOOP_FUNCTION = "loop.py", "fit"
 WINDOW_START = ("loop.py", "start_timing")  # ends when the first call is done
 DISPATCH = ("loop.py", "dispatch")
+# JAX's frame that compiles (or loads) a program. A call of the step that compiled is
+# left out with its steps; elsewhere only the compilation's own time is.
+LEFT_OUT = "compiling"
 # The innermost of these frames names the part the time inside it goes to.
 NAMED_PARTS = {DISPATCH: "step call", ("api.py", "block_until_ready"): "device wait",
                ("api.py", "device_get"): "device wait", ("loop.py", "log_if_due"): "rows",
-               ("loop.py", "save"): "saves", ("checkpoint.py", "wait"): "saves"}
+               ("loop.py", "save"): "saves", ("checkpoint.py", "wait"): "saves",
+               ("compiler.py", "compile_or_get_cached"): LEFT_OUT}
 # A frame directly in fit's loop from any other file is the batch iterator resuming
 # (fit's `zip` over it): the files of fit's own calls, and the interpreter's.
 LOOP_OWN_FILES = ("loop.py", "checkpoint.py", "contextlib.py", "builtins", "<unknown>")
-COMPILING = "compile_or_get_cached"  # JAX's frame that compiles (or loads) a program
 
 
 def frame(name: str) -> tuple[str, str] | None:
@@ -135,7 +139,8 @@ class LoopTrace:
     start_ns: int  # the window: from the first timed call to fit's return
     end_ns: int
     calls: int  # of the step, timed
-    compiling: list[tuple[int, int]]  # the calls that compiled, left out
+    compiling: list[tuple[int, int]]  # left out: calls of the step that compiled,
+    # and the compilations in other calls
     parts_ns: dict[str, int]
 
     @property
@@ -171,22 +176,25 @@ def loop_trace(main_thread) -> LoopTrace:
     window_start = ends[0] if ends else later_calls[0]
     parts = dict.fromkeys(PARTS, 0)
     calls, compiling = 0, []
-    for top, nested, compiled in _top_level_calls(main_thread, window_start, fit_end):
-        if compiled:
+    for top, nested in _top_level_calls(main_thread, window_start, fit_end):
+        compiles = [event[:2] for event in nested if NAMED_PARTS[frame(event[2])] == LEFT_OUT]
+        if compiles and frame(top[2]) == DISPATCH:  # the call and its steps
             compiling.append(top[:2])
             continue
+        compiling += compiles  # elsewhere (e.g. at a log step) only the compilation
         calls += frame(top[2]) == DISPATCH
         for part, nanoseconds in _attributed(top, nested).items():
-            parts[part] += nanoseconds
-    found = LoopTrace(window_start, fit_end, calls, compiling, parts)
+            if part != LEFT_OUT:
+                parts[part] += nanoseconds
+    found = LoopTrace(window_start, fit_end, calls, trace_gaps.merged(compiling), parts)
     parts["rest"] += found.window_ns - sum(parts.values())
     return found
 
 
 def _top_level_calls(events, start_ns: int, end_ns: int):
-    """(call, the named frames inside it, whether it compiled) for each event of fit's
-    loop that starts in [start_ns, end_ns) and lies in no other such event."""
-    top, nested, compiled = None, [], False
+    """(call, the named frames inside it) for each event of fit's loop that starts in
+    [start_ns, end_ns) and lies in no other such event."""
+    top, nested = None, []
     for event in events:
         start, end, name = event
         if start < start_ns:
@@ -195,18 +203,13 @@ def _top_level_calls(events, start_ns: int, end_ns: int):
             break
         if top is None or start >= top[1]:
             if top is not None:
-                yield top, nested, compiled
-            top, nested, compiled = event, [], False
+                yield top, nested
+            top, nested = event, []
             continue
-        named = frame(name)
-        if named is None:
-            continue
-        if named[1] == COMPILING:
-            compiled = True
-        elif named in NAMED_PARTS:
+        if name.startswith(trace_gaps.PYTHON_EVENT_PREFIX) and frame(name) in NAMED_PARTS:
             nested.append(event)
     if top is not None:
-        yield top, nested, compiled
+        yield top, nested
 
 
 def _attributed(top: tuple[int, int, str], named_inside) -> dict[str, int]:
@@ -290,7 +293,7 @@ def figures_of(profile, steps_per_call: int) -> tuple[dict, LoopTrace]:
             "loop_ms_per_step": per_step(found.window_ns),
             "device_busy_ms_per_step": per_step(busy),
             "ms_per_step": {part: per_step(found.parts_ns[part]) for part in PARTS},
-            "compiling_calls_left_out": len(found.compiling),
+            "compilations_left_out": len(found.compiling),
             "compiling_seconds_left_out": sum(end - start
                                               for start, end in found.compiling) / 1e9
             }, found
@@ -535,9 +538,9 @@ def main() -> None:
         except ValueError as error:  # the trace holds no loop to time
             sys.exit(f"error: {case}: {error}")
         print(printed_row(case, figures), flush=True)
-        if figures["compiling_calls_left_out"]:
-            print(f"  left out: {figures['compiling_calls_left_out']} later call(s) that "
-                  f"compiled, {figures['compiling_seconds_left_out']:.1f} s", flush=True)
+        if figures["compilations_left_out"]:
+            print(f"  left out: {figures['compilations_left_out']} compilation(s) after the "
+                  f"first call, {figures['compiling_seconds_left_out']:.1f} s", flush=True)
         if "trace" in figures:
             trace = figures["trace"]
             print(f"  traced into {Path(args.profile) / case}:"

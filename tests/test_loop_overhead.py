@@ -34,6 +34,8 @@ def test_the_window_starts_after_the_first_call_and_the_innermost_named_frame_ta
         (400, 500, "$loop.py:161 log_if_due"),
         (410, 460, "$loop.py:167 fetched"),
         (420, 450, "$api.py:3000 device_get"),
+        (462, 469, "$loop.py:250 _with_learning_rates"),
+        (463, 467, "$compiler.py:387 compile_or_get_cached"),  # only this is left out
         (470, 480, "$reporting.py:51 write"),
         (500, 520, "$loop.py:201 stop_if_signalled"),
         (520, 600, "$loop.py:182 save"),
@@ -46,10 +48,10 @@ def test_the_window_starts_after_the_first_call_and_the_innermost_named_frame_ta
     later_stage = [(5000 + start, 5000 + end, name) for start, end, name in events]
     found = loop_overhead.loop_trace(events + later_stage)
     assert (found.start_ns, found.end_ns, found.calls) == (5100, 6000, 2)
-    assert found.compiling == [(5150, 5400)]
-    assert found.window_ns == 900 - 250
+    assert found.compiling == [(5150, 5400), (5463, 5467)]
+    assert found.window_ns == 900 - 250 - 4
     assert found.parts_ns == {"data": 10, "step call": 15 + 100, "device wait": 25 + 30 + 15,
-                              "rows": 70, "saves": 65 + 200, "rest": 20 + 100}
+                              "rows": 70 - 4, "saves": 65 + 200, "rest": 20 + 100}
     assert sum(found.parts_ns.values()) == found.window_ns
     operations = [(5050, 5120, "a"), (5110, 5130, "b"), (5300, 5450, "c"), (5990, 6100, "d")]
     # 5100-5130, then 5400-5450 (5300-5400 is inside the compiling call), then 5990-6000.
@@ -154,7 +156,7 @@ def test_a_real_trace_of_fit_is_read_with_its_calls_waits_and_a_late_compilation
     assert sum(parts.values()) == found.window_ns > 0
     figures, timed = loop_overhead.figures_of(profile, steps_per_call=1)
     assert timed == found
-    assert figures["steps"] == 6 and figures["compiling_calls_left_out"] == 1
+    assert figures["steps"] == 6 and figures["compilations_left_out"] == 1
     assert 0 <= figures["device_busy_share"] <= 1
     assert 0 < figures["host_in_step_share"] <= 1
 

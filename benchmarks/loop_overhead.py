@@ -18,8 +18,8 @@ first call of the step that began after the trace did, to fit's return (a trace 
 whole fit starts after its first call instead). A call of the step that compiled (at
 one step a call, CT-VAE's stage 2 compiles each mode's step when it first meets it) is
 left out, with its steps; a compilation elsewhere (the learning-rate schedule's, at a
-log step with a new number of rows) only for its own time. The loop's time is split by the frame the host's main thread was in,
-the innermost one named here:
+log step with a new number of rows) only for its own time. The loop's time is split by
+the frame the host's main thread was in, the innermost one named here:
 
   data         the batch iterator (the pipeline's prefetching generator)
   step call    the step function of `dispatch`: the batch's transfer to the devices,
@@ -45,12 +45,12 @@ read directly from the parts.
 
 The Python tracer records every Python call, which slows the host's Python a little:
 the rates are a traced run's. `--steps` (the stage's train.num_steps) must reach past
-the stage's first log step. A trace's events are held in memory until the run ends,
-and XLA:CPU records one for each operation it runs: CT-VAE's stage 2 at one step a
-call makes over a hundred thousand a step, several GB of memory a hundred steps, so on
-a CPU keep its traced steps to about a hundred. `--profile=DIR` keeps each case's trace in DIR/<case>
-and prints, under its case, where in the timed loop the device idled and what the
-host's main thread was doing then (benchmarks/trace_gaps.py).
+the stage's first log step. A trace's events are held in memory until it stops, and
+XLA:CPU records one for each operation it runs: CT-VAE's stage 2 at one step a call
+makes over a hundred thousand a step, about a third of a GB of memory, so on a CPU
+keep its traced steps to a few tens. `--profile=DIR` keeps each case's trace in
+DIR/<case> and prints, under its case, where in the timed loop the device idled and
+what the host's main thread was doing then (benchmarks/trace_gaps.py).
 
 Cases (configs at their `:small` sizes on `*_synth` data): betavae (S = 1),
 betavae_s8 (8 stacked seeds; betavae_s8_matmul: seed_execution vmap_matmul),

@@ -5,23 +5,24 @@ a `jax.profiler` trace, and what the host's main thread was doing in each.
   python benchmarks/trace_gaps.py TRACE --top=20 --min_gap_us=50
 
 `benchmarks/loop_overhead.py --profile=DIR` keeps its trace of a stage's run and
-prints this summary of the timed loop under its case. The device's work is the union of its operations: on a
-GPU or TPU the events of its plane's streams (lines named "Stream ..." where there are
-such; a plane's summary lines, "XLA Modules", "XLA Ops" and "Steps", span the loops'
-host-controlled waits and are left out), on a CPU the events of XLA's compute threads
-on the host. The window runs from the first operation to the last; every gap between
-operations of at least `--min_gap_us` is idle time, and it is put down to the
-innermost frame of the host's main thread (the one that started the trace; the
-Python tracer names its frames "$file:line function") at the gap's middle. It prints
-the device's busy share, the idle time by frame (with the two frames around it,
-outermost first) and the longest gaps with their host stacks. It also counts the
-device's operations, their mean length and the idle time in the gaps shorter than
-the minimum: a device whose idle time lies mostly there, between operations of a few
-microseconds, is waiting for the host to launch each one (the program's kernels come
-faster than the host issues them), which no change to the loop's Python removes;
-fewer, larger kernels or XLA's command buffers (CUDA graphs) do. A JSON line with the
-figures follows. On a CPU some of XLA's work leaves no event on those threads (gaps
-appear while the host waits for the step), so there the idle share is an upper bound.
+prints this summary of the timed loop under its case. The device's work is the union
+of its operations: on a GPU or TPU the events of its plane's streams (lines named
+"Stream ..." where there are such; a plane's summary lines, "XLA Modules", "XLA Ops"
+and "Steps", span the loops' host-controlled waits and are left out), on a CPU the
+events of XLA's compute threads on the host. The window runs from the first operation
+to the last; every gap between operations of at least `--min_gap_us` is idle time, and
+it is put down to the innermost frame of the host's main thread (the one that started
+the trace, or the one `loop_overhead.py` names; the Python tracer names its frames
+"$file:line function") at the gap's middle. It prints the device's busy share, the idle time by frame (with the two frames
+around it, outermost first) and the longest gaps with their host stacks. It also
+counts the device's operations, their mean length and the idle time in the gaps
+shorter than the minimum: a device whose idle time lies mostly there, between
+operations of a few microseconds, is waiting for the host to launch each one (the
+program's kernels come faster than the host issues them), which no change to the
+loop's Python removes; fewer, larger kernels or XLA's command buffers (CUDA graphs)
+do. A JSON line with the figures follows. On a CPU some of XLA's work leaves no event
+on those threads (gaps appear while the host waits for the step), so there the idle
+share is an upper bound.
 
 The Python tracer slows the host's Python a little (each call is recorded), so a
 traced run shows the device idle somewhat more than an untraced one; where the idle

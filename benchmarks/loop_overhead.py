@@ -139,8 +139,8 @@ class LoopTrace:
     start_ns: int  # the window: from the first timed call to fit's return
     end_ns: int
     calls: int  # of the step, timed
-    compiling: list[tuple[int, int]]  # left out: calls of the step that compiled,
-    # and the compilations in other calls
+    compiling: list[tuple[int, int]]  # left out, disjoint: calls of the step that
+    # compiled, and the compilations in other calls
     parts_ns: dict[str, int]
 
     @property
@@ -269,16 +269,15 @@ def busy_in_window(operations, found: LoopTrace) -> int:
     device ran at least one of its `operations` (start, end, name)."""
     busy = trace_gaps.merged((max(start, found.start_ns), min(end, found.end_ns))
                              for start, end, _ in operations)
-    compiling = trace_gaps.merged(found.compiling)
     return sum(end - start for start, end in busy) - sum(
         max(0, min(end, c_end) - max(start, c_start))
-        for start, end in busy for c_start, c_end in compiling)
+        for start, end in busy for c_start, c_end in found.compiling)
 
 
-def figures_of(profile, steps_per_call: int) -> tuple[dict, LoopTrace]:
+def figures_of(profile, steps_per_call: int, line=None) -> tuple[dict, LoopTrace]:
     """The benchmark's figures of one traced run (rates, shares and ms per step), and
-    the timed loop they were read from."""
-    found = loop_trace(LineEvents(loop_line(profile)))
+    the timed loop they were read from; `line`: the loop's (`loop_line`'s when None)."""
+    found = loop_trace(LineEvents(line if line is not None else loop_line(profile)))
     steps = found.calls * steps_per_call
     if steps < 1:
         raise ValueError("every call of the timed loop compiled; nothing was left to "
@@ -431,12 +430,12 @@ def measure(case: str, steps: int, steps_per_call: int, device_data: str, workdi
             raise ValueError(f"the {stage} stage wrote no training row, so nothing was "
                              f"traced: raise --steps past its log interval")
         profile = trace_gaps.load(directory)
-    figures, found = figures_of(profile, steps_per_call)
+    line = loop_line(profile)
+    figures, found = figures_of(profile, steps_per_call, line)
     if trace_dir is not None:
         try:
             figures["trace"] = trace_gaps.summary(trace_gaps.trace_gaps(
-                profile, window=(found.start_ns, found.end_ns),
-                main_thread=loop_line(profile)))
+                profile, window=(found.start_ns, found.end_ns), main_thread=line))
         except ValueError as error:  # e.g. a GPU whose tracer recorded no kernels
             figures["trace"] = {"error": str(error)}
     return figures
